@@ -1,0 +1,41 @@
+# Every target sets itself up: a fresh clone needs only python3 (>= 3.11) and a JRE 17.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+REST_PORT ?= 8083
+DATA_DIR ?= .sparkherd
+
+.PHONY: setup run test lint typecheck unit integration bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: setup
+	$(BIN)/sparkherd up --rest-port $(REST_PORT) --data-dir $(DATA_DIR)
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest -q
+
+unit: setup
+	$(BIN)/python -m pytest -q tests/unit
+
+integration: setup
+	$(BIN)/python -m pytest -q tests/integration
+
+bench: setup
+	for script in tests/bench/*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) $(DATA_DIR) .pytest_cache .mypy_cache .ruff_cache

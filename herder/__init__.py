@@ -1,0 +1,1 @@
+"""Coordination: group membership, assignors, rebalance handling and the Kafka-backed stores."""

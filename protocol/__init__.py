@@ -1,0 +1,1 @@
+"""The embedded group protocol of sparkherd workers: pure values and codecs, no I/O."""

@@ -1,0 +1,1 @@
+"""The Kafka-Connect-compatible REST API served by every worker."""

@@ -1,0 +1,1 @@
+"""Execution: worker configuration, the Spark task runtime, connectors and the CLI."""
