@@ -1,0 +1,57 @@
+"""Protocol versions and the `connect.protocol` setting that picks the ones a worker speaks.
+
+Versions only ever append fields (see `protocol.layout`), so any reader can read any
+payload up to the fields it knows. v0 is eager: full assignments, nothing revoked, no
+allocation in subscriptions. v1 adds KIP-415's incremental cooperative fields (current
+allocation, revoked, scheduled delay). v2 adds the static instance id and the leaving flag.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+PROTOCOL_TYPE = "connect"
+"""The group's protocol type; Kafka Connect's, so broker tooling shows the group as one."""
+
+PROTOCOL_NAME = "sparkherd"
+"""The only protocol name the group offers: brokers refuse members offering different
+lists, so versions are negotiated inside the metadata instead (KIP-268)."""
+
+EAGER_VERSION = 0
+FIRST_COOPERATIVE_VERSION = 1
+CURRENT_VERSION = 2
+
+
+class ConnectProtocol(StrEnum):
+    """Values of `connect.protocol`."""
+
+    EAGER = "eager"
+    """Version 0 only: every rebalance revokes everything."""
+    COMPATIBLE = "compatible"
+    """The highest version this worker knows; the group settles on what all members speak."""
+    SESSIONED = "sessioned"
+    """Kafka Connect's name for its newest mode, accepted so its worker files keep working."""
+
+
+DEFAULT_CONNECT_PROTOCOL = ConnectProtocol.COMPATIBLE
+
+
+def parse_connect_protocol(text: str) -> ConnectProtocol:
+    """Read a `connect.protocol` value, case-insensitively as Kafka Connect does."""
+    try:
+        return ConnectProtocol(text.strip().lower())
+    except ValueError:
+        allowed = ", ".join(mode.value for mode in ConnectProtocol)
+        raise ValueError(f"connect.protocol must be one of {allowed}; got {text!r}") from None
+
+
+def max_version_for(mode: ConnectProtocol, known_version: int = CURRENT_VERSION) -> int:
+    """The highest version a worker in `mode` offers; `known_version` is its code's newest."""
+    if mode is ConnectProtocol.EAGER:
+        return EAGER_VERSION
+    return known_version
+
+
+def is_cooperative(version: int) -> bool:
+    """Whether assignments of `version` are incremental (a member keeps what is not revoked)."""
+    return version >= FIRST_COOPERATIVE_VERSION

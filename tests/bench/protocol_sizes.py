@@ -1,0 +1,210 @@
+"""Encoded sizes of a large group's metadata against the broker's 1 MB message limit.
+
+The group coordinator stores every member's subscription and assignment in one record of
+the offsets topic, so their sum must stay under `message.max.bytes` (1,048,588 by default;
+we keep a margin and require < 1,000,000). The group: 100 workers share 1,000 connectors of
+100 tasks each, spread per connector (worker w runs task t of connector c when
+(c + t) % 100 == w, i.e. one task of every connector: the layout hardest to compress), and
+connector c runs on worker c % 100. Two naming schemes as people write them are measured and
+the worse decides; random names show the floor of the format: every payload must carry the
+names it mentions, and 12 random letters are ~7 bytes of entropy that nothing can compress.
+
+Run: .venv/bin/python tests/bench/protocol_sizes.py   (exit status 1 when over the limit)
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from protocol.codec import encode_assignment, encode_subscription
+from protocol.messages import (
+    EMPTY_ALLOCATION,
+    Allocation,
+    Assignment,
+    AssignmentError,
+    ConnectorTaskId,
+    Subscription,
+)
+from protocol.versions import CURRENT_VERSION
+
+WORKERS = 100
+CONNECTORS = 1_000
+TASKS_PER_CONNECTOR = 100
+LIMIT_BYTES = 1_000_000
+
+
+def numbered_names() -> list[str]:
+    return [f"connector-{index:04d}" for index in range(CONNECTORS)]
+
+
+def descriptive_names() -> list[str]:
+    """Names as teams write them: domain, system, direction and an instance number."""
+    domains = [
+        "orders",
+        "payments",
+        "users",
+        "inventory",
+        "clicks",
+        "billing",
+        "shipping",
+        "audit",
+        "metrics",
+        "search",
+    ]
+    systems = [
+        "postgres",
+        "mysql",
+        "s3",
+        "jdbc",
+        "elasticsearch",
+        "mongodb",
+        "http",
+        "hdfs",
+        "bigquery",
+        "snowflake",
+    ]
+    combos = product(domains, systems, ["source", "sink"], range(5))
+    return [f"{d}-{s}-{direction}-{n:02d}" for d, s, direction, n in combos]
+
+
+def random_names() -> list[str]:
+    rng = random.Random(7)
+    return ["".join(rng.choices(string.ascii_lowercase, k=12)) for _ in range(CONNECTORS)]
+
+
+@dataclass(frozen=True)
+class Naming:
+    label: str
+    names: Callable[[], list[str]]
+    gating: bool
+
+
+NAMINGS = (
+    Naming("numbered", numbered_names, gating=True),
+    Naming("descriptive", descriptive_names, gating=True),
+    Naming("random", random_names, gating=False),
+)
+
+
+def allocations(names: Sequence[str]) -> list[Allocation]:
+    connectors: list[list[str]] = [[] for _ in range(WORKERS)]
+    tasks: list[list[ConnectorTaskId]] = [[] for _ in range(WORKERS)]
+    for c, name in enumerate(names):
+        connectors[c % WORKERS].append(name)
+        for t in range(TASKS_PER_CONNECTOR):
+            tasks[(c + t) % WORKERS].append(ConnectorTaskId(name, t))
+    return [Allocation.of(connectors[w], tasks[w]) for w in range(WORKERS)]
+
+
+def subscription(worker: int, allocation: Allocation) -> Subscription:
+    return Subscription(
+        version=CURRENT_VERSION,
+        max_version=CURRENT_VERSION,
+        worker_id=f"worker-{worker:03d}.sparkherd.svc.cluster.local:8083",
+        url=f"http://worker-{worker:03d}.sparkherd.svc.cluster.local:8083",
+        config_offset=123_456,
+        allocation=allocation,
+        instance_id=f"sparkherd-{worker}",
+    )
+
+
+def assignment(assigned: Allocation, revoked: Allocation) -> Assignment:
+    return Assignment(
+        version=CURRENT_VERSION,
+        leader_max_version=CURRENT_VERSION,
+        error=AssignmentError.NONE,
+        leader_id="worker-000-5f1c2d9e-8a7b-4c3d-9e2f-1a2b3c4d5e6f",
+        leader_url="http://worker-000.sparkherd.svc.cluster.local:8083",
+        config_offset=123_456,
+        assigned=assigned,
+        revoked=revoked,
+        delay_ms=0,
+    )
+
+
+@dataclass(frozen=True)
+class Round:
+    """Which allocations a round's subscriptions report and its assignments carry."""
+
+    label: str
+    reported: Callable[[Allocation], Allocation]
+    assigned: Callable[[Allocation], Allocation]
+    revoked: Callable[[Allocation], Allocation]
+    gating: bool
+
+
+def _everything(allocation: Allocation) -> Allocation:
+    return allocation
+
+
+def _nothing(allocation: Allocation) -> Allocation:
+    return EMPTY_ALLOCATION
+
+
+ROUNDS = (
+    Round("steady (report all, nothing moves)", _everything, _nothing, _nothing, gating=False),
+    Round(
+        "first round (nothing reported, all assigned)",
+        _nothing,
+        _everything,
+        _nothing,
+        gating=False,
+    ),
+    Round("worst case (report all, assign all)", _everything, _everything, _nothing, gating=True),
+    Round(
+        "full reshuffle (report, revoke and assign all)",
+        _everything,
+        _everything,
+        _everything,
+        gating=False,
+    ),
+)
+
+
+def measure(shares: Sequence[Allocation], round_: Round) -> tuple[int, int]:
+    subscriptions = sum(
+        len(encode_subscription(subscription(w, round_.reported(share))))
+        for w, share in enumerate(shares)
+    )
+    assignments = sum(
+        len(encode_assignment(assignment(round_.assigned(share), round_.revoked(share))))
+        for share in shares
+    )
+    return subscriptions, assignments
+
+
+def main() -> int:
+    print(
+        f"{WORKERS} workers, {CONNECTORS} connectors x {TASKS_PER_CONNECTOR} tasks, "
+        f"protocol v{CURRENT_VERSION}; limit {LIMIT_BYTES:,} bytes"
+    )
+    print(f"{'names':<12} {'round':<48} {'subscriptions':>13} {'assignments':>12} {'sum':>10}")
+    worst_gating = 0
+    for naming in NAMINGS:
+        shares = allocations(naming.names())
+        for round_ in ROUNDS:
+            subscriptions, assignments = measure(shares, round_)
+            total = subscriptions + assignments
+            gating = naming.gating and round_.gating
+            marker = " <- must fit" if gating else ""
+            print(
+                f"{naming.label:<12} {round_.label:<48} {subscriptions:>13,} {assignments:>12,} "
+                f"{total:>10,}{marker}"
+            )
+            if gating:
+                worst_gating = max(worst_gating, total)
+    fits = worst_gating < LIMIT_BYTES
+    print(f"largest gating sum: {worst_gating:,} bytes: {'fits' if fits else 'DOES NOT FIT'}")
+    return 0 if fits else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
