@@ -1,0 +1,269 @@
+"""The task runtime against a real local Spark: start, resume exactly, fail in isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from pydantic import BaseModel, Field
+from pyspark.sql import functions as F
+
+from protocol.messages import ConnectorTaskId
+from worker.connectors.generator import GeneratorConnector
+from worker.plugins import Connector, PluginRegistry, Task, TaskContext, parse_config
+from worker.spark_session import SparkSessionProvider
+from worker.task_runtime import SparkTaskRuntime
+from worker.task_state import TaskState
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+pytestmark = pytest.mark.integration
+
+WAIT_S = 45.0
+SHUTDOWN_TIMEOUT_MS = 10_000
+
+
+class ExplodingSettings(BaseModel):
+    fail_at_row: int = Field(alias="fail.at.row", ge=0)
+    output_path: str = Field(alias="output.path")
+
+
+class ExplodingTask(Task):
+    """Runs fine for a few batches, then a row makes Spark raise inside the running job."""
+
+    def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
+        settings = parse_config(ExplodingSettings, context.task_config)
+        value = F.col("value")
+        rows = (
+            spark.readStream.format("rate-micro-batch")
+            .option("rowsPerBatch", 2)
+            .load()
+            .select(
+                F.when(value >= settings.fail_at_row, F.raise_error(F.lit("exploding on purpose")))
+                .otherwise(value)
+                .alias("seq")
+            )
+        )
+        return (
+            rows.writeStream.format("parquet")
+            .option("path", settings.output_path)
+            .option("checkpointLocation", str(context.checkpoint_dir))
+            .queryName(context.query_name)
+            .trigger(processingTime="1 second")
+            .start()
+        )
+
+
+class ExplodingConnector(Connector):
+    name = "exploding"
+    connector_type = "source"
+    config_model = ExplodingSettings
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        return [dict(config)]
+
+    def create_task(self) -> Task:
+        return ExplodingTask()
+
+
+class StateLog:
+    """Records the runtime's state reports, as the herder's listener would receive them."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[ConnectorTaskId, TaskState, str | None]] = []
+
+    def __call__(self, task_id: ConnectorTaskId, state: TaskState, trace: str | None) -> None:
+        self.changes.append((task_id, state, trace))
+
+    def states_of(self, task_id: ConnectorTaskId) -> list[TaskState]:
+        return [state for t, state, _ in self.changes if t == task_id]
+
+
+@pytest.fixture(scope="module")
+def spark_provider() -> Iterator[SparkSessionProvider]:
+    provider = SparkSessionProvider({"spark.master": "local[2]"}, "sparkherd-runtime-test")
+    try:
+        provider.get()
+        yield provider
+    finally:
+        provider.stop()
+
+
+@pytest.fixture
+async def runtime(
+    spark_provider: SparkSessionProvider, tmp_path: Path
+) -> AsyncIterator[tuple[SparkTaskRuntime, StateLog]]:
+    states = StateLog()
+    registry = PluginRegistry([GeneratorConnector, ExplodingConnector])
+    task_runtime = SparkTaskRuntime(
+        spark_provider, registry, tmp_path / "checkpoints", SHUTDOWN_TIMEOUT_MS, states
+    )
+    try:
+        yield task_runtime, states
+    finally:
+        await task_runtime.stop_all()
+
+
+async def eventually(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {WAIT_S:.0f} s waiting for {what}")
+        await asyncio.sleep(0.2)
+
+
+def committed_batches(directory: Path) -> int:
+    """Batches the file sink has committed: one log entry each under `_spark_metadata`."""
+    log = directory / "_spark_metadata"
+    return sum(1 for entry in log.iterdir() if entry.name.isdigit()) if log.is_dir() else 0
+
+
+def committed_seqs(spark: SparkSession, directory: Path) -> list[tuple[int, int]]:
+    """(task, seq) of every committed row: reading through `_spark_metadata` skips the
+    files of a batch the sink did not commit."""
+    rows = spark.read.parquet(str(directory)).select("task", "seq").collect()
+    return sorted((row["task"], row["seq"]) for row in rows)
+
+
+def scheduler_pools(spark: SparkSession) -> set[str]:
+    """The FAIR pools jobs ran in; PySpark has no public call for this, so ask the JVM."""
+    pools = spark.sparkContext._jsc.sc().getAllPools()
+    return {pools.apply(i).name() for i in range(pools.size())}
+
+
+def generator_config(output: Path, tasks: int) -> dict[str, str]:
+    return {
+        "connector.class": "generator",
+        "tasks.max": str(tasks),
+        "rows.per.second": "7",
+        "output.path": str(output),
+    }
+
+
+async def test_generator_tasks_resume_after_a_stop_with_no_gap_and_no_duplicate(
+    runtime: tuple[SparkTaskRuntime, StateLog],
+    spark_provider: SparkSessionProvider,
+    tmp_path: Path,
+) -> None:
+    task_runtime, states = runtime
+    output = tmp_path / "out"
+    config = generator_config(output, tasks=2)
+    first, second = ConnectorTaskId("gen", 0), ConnectorTaskId("gen", 1)
+
+    await asyncio.gather(
+        task_runtime.start_task(first, config, config),
+        task_runtime.start_task(second, config, config),
+    )
+    assert task_runtime.running() == {first, second}
+    status = task_runtime.task_status(first)
+    assert status is not None and status.state is TaskState.RUNNING and status.started_at
+    await eventually(
+        lambda: (
+            committed_batches(output / "task-0") > 0 and committed_batches(output / "task-1") > 0
+        ),
+        "both tasks to commit a batch",
+    )
+
+    await task_runtime.stop_task(first)
+    assert task_runtime.task_status(first) is None
+    assert task_runtime.running() == {second}
+    assert states.states_of(first) == [TaskState.RUNNING, TaskState.UNASSIGNED]
+    spark = spark_provider.get()
+    before_restart = await asyncio.to_thread(committed_seqs, spark, output / "task-0")
+    batches_before_restart = committed_batches(output / "task-0")
+
+    await task_runtime.start_task(first, config, config)
+    await eventually(
+        lambda: committed_batches(output / "task-0") >= batches_before_restart + 2,
+        "the restarted task to commit two more batches",
+    )
+    await task_runtime.stop_all()
+
+    assert await asyncio.to_thread(scheduler_pools, spark) >= {"gen-0", "gen-1"}
+    for task in (0, 1):
+        assert (tmp_path / "checkpoints" / "gen" / f"task-{task}" / "commits").is_dir()
+        rows = await asyncio.to_thread(committed_seqs, spark, output / f"task-{task}")
+        assert rows == [(task, seq) for seq in range(len(rows))]
+    after_restart = await asyncio.to_thread(committed_seqs, spark, output / "task-0")
+    assert len(after_restart) > len(before_restart) > 0
+    assert states.states_of(first)[-2:] == [TaskState.RUNNING, TaskState.UNASSIGNED]
+
+
+async def test_a_task_that_cannot_start_fails_alone(
+    runtime: tuple[SparkTaskRuntime, StateLog], tmp_path: Path
+) -> None:
+    task_runtime, states = runtime
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("occupied")
+    healthy = ConnectorTaskId("healthy", 0)
+    unwritable = ConnectorTaskId("unwritable", 0)
+    misconfigured = ConnectorTaskId("misconfigured", 0)
+    good_config = generator_config(tmp_path / "out", tasks=1)
+    unwritable_config = generator_config(not_a_directory, tasks=1)
+    bad_format = {**good_config, "output.format": "avro"}
+
+    await task_runtime.start_task(healthy, good_config, good_config)
+    await task_runtime.start_task(unwritable, unwritable_config, unwritable_config)
+    await task_runtime.start_task(misconfigured, good_config, bad_format)
+
+    unwritable_status = task_runtime.task_status(unwritable)
+    assert unwritable_status is not None and unwritable_status.state is TaskState.FAILED
+    assert "ParentNotDirectoryException" in (unwritable_status.trace or "")
+    misconfigured_status = task_runtime.task_status(misconfigured)
+    assert misconfigured_status is not None and misconfigured_status.state is TaskState.FAILED
+    assert "output.format: invalid value 'avro'" in (misconfigured_status.trace or "")
+    assert states.changes[-1] == (misconfigured, TaskState.FAILED, misconfigured_status.trace)
+    await eventually(lambda: committed_batches(tmp_path / "out" / "task-0") > 0, "the healthy task")
+    assert task_runtime.running() == {healthy}
+
+
+async def test_a_query_that_dies_while_running_is_reported_failed_alone(
+    runtime: tuple[SparkTaskRuntime, StateLog], tmp_path: Path
+) -> None:
+    task_runtime, states = runtime
+    doomed = ConnectorTaskId("doomed", 0)
+    healthy = ConnectorTaskId("healthy", 0)
+    doomed_config = {
+        "connector.class": "exploding",
+        "fail.at.row": "4",
+        "output.path": str(tmp_path / "doomed"),
+    }
+    good_config = generator_config(tmp_path / "out", tasks=1)
+
+    await task_runtime.start_task(doomed, doomed_config, doomed_config)
+    await task_runtime.start_task(healthy, good_config, good_config)
+    assert task_runtime.running() == {doomed, healthy}
+
+    await eventually(lambda: doomed not in task_runtime.running(), "the doomed task to die")
+    status = task_runtime.task_status(doomed)
+    assert status is not None and status.state is TaskState.FAILED
+    assert "exploding on purpose" in (status.trace or "")
+    assert states.states_of(doomed) == [TaskState.RUNNING, TaskState.FAILED]
+    assert committed_batches(tmp_path / "doomed") > 0, "the query should have run before dying"
+    await eventually(lambda: committed_batches(tmp_path / "out" / "task-0") > 0, "the healthy task")
+    assert task_runtime.running() == {healthy}
+
+
+async def test_a_stop_that_arrives_during_the_start_stops_the_query_once_started(
+    runtime: tuple[SparkTaskRuntime, StateLog],
+    spark_provider: SparkSessionProvider,
+    tmp_path: Path,
+) -> None:
+    task_runtime, states = runtime
+    task_id = ConnectorTaskId("revoked", 0)
+    config = generator_config(tmp_path / "out", tasks=1)
+
+    await asyncio.gather(
+        task_runtime.start_task(task_id, config, config), task_runtime.stop_task(task_id)
+    )
+
+    assert task_runtime.task_status(task_id) is None
+    assert states.states_of(task_id) == [TaskState.UNASSIGNED]
+    active = await asyncio.to_thread(lambda: [q.name for q in spark_provider.get().streams.active])
+    assert str(task_id) not in active

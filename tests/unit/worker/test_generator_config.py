@@ -1,0 +1,260 @@
+"""Connector config validation and plugin resolution: pure logic, no Spark session."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+from worker.connectors import BUILTIN_CONNECTORS
+from worker.connectors.generator import GeneratorConnector, GeneratorSettings
+from worker.plugins import (
+    ENTRY_POINT_GROUP,
+    Connector,
+    ConnectorConfigError,
+    PluginRegistry,
+    Task,
+    UnknownPluginError,
+    checkpoint_dir_for,
+    parse_config,
+    validate_connector_config,
+)
+
+
+class EchoSettings(BaseModel):
+    topic: str = Field(alias="echo.topic")
+
+
+class EchoConnector(Connector):
+    """A plugin reachable only through an entry point or its dotted path in these tests."""
+
+    name = "echo"
+    connector_type = "sink"
+    config_model = EchoSettings
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        return [dict(config)]
+
+    def create_task(self) -> Task:
+        raise NotImplementedError("never started in unit tests")
+
+
+class Vendor:
+    """Another plugin whose simple class name is the built-in generator's."""
+
+    class GeneratorConnector(GeneratorConnector):
+        name = "vendor-generator"
+
+
+HERE = __name__
+
+
+def generator_config(**overrides: str) -> dict[str, str]:
+    return {"connector.class": "generator", "output.path": "/data/out", **overrides}
+
+
+def problem_keys(error: ConnectorConfigError) -> list[str]:
+    return [p.key for p in error.problems]
+
+
+def test_generator_defaults_apply_when_only_the_output_path_is_given() -> None:
+    settings = parse_config(GeneratorSettings, {"output.path": "/data/out"})
+
+    assert (settings.rows_per_second, settings.output_format) == (10, "parquet")
+    assert settings.task_output(3) == "/data/out/task-3"
+
+
+def test_generator_parses_string_values_and_keeps_uris_intact() -> None:
+    settings = parse_config(
+        GeneratorSettings,
+        {"output.path": "s3a://bucket/gen/", "rows.per.second": "250", "output.format": "json"},
+    )
+
+    assert (settings.rows_per_second, settings.output_format) == (250, "json")
+    assert settings.task_output(0) == "s3a://bucket/gen/task-0"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "fragment"),
+    [
+        ({"rows.per.second": "0"}, "rows.per.second", "greater than 0"),
+        ({"rows.per.second": "-5"}, "rows.per.second", "'-5'"),
+        ({"rows.per.second": "ten"}, "rows.per.second", "valid integer"),
+        ({"output.format": "avro"}, "output.format", "'parquet' or 'json'"),
+        ({"output.path": "   "}, "output.path", "at least 1 character"),
+    ],
+)
+def test_invalid_generator_setting_is_named_in_a_one_line_message(
+    overrides: dict[str, str], key: str, fragment: str
+) -> None:
+    with pytest.raises(ConnectorConfigError) as caught:
+        validate_connector_config(PluginRegistry(BUILTIN_CONNECTORS), generator_config(**overrides))
+
+    assert problem_keys(caught.value) == [key]
+    message = str(caught.value)
+    assert key in message and fragment in message
+    assert "\n" not in message
+
+
+def test_missing_output_path_is_reported_as_missing() -> None:
+    with pytest.raises(ConnectorConfigError, match=r"output\.path: missing required value"):
+        validate_connector_config(
+            PluginRegistry(BUILTIN_CONNECTORS), {"connector.class": "generator"}
+        )
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    config = {"output.path": "", "rows.per.second": "0", "output.format": "csv"}
+
+    with pytest.raises(ConnectorConfigError) as caught:
+        parse_config(GeneratorSettings, config)
+
+    assert sorted(problem_keys(caught.value)) == ["output.format", "output.path", "rows.per.second"]
+
+
+def test_framework_keys_and_unknown_keys_are_ignored_by_the_connector() -> None:
+    config = generator_config(name="gen", **{"tasks.max": "3", "some.future.key": "x"})
+
+    validated = validate_connector_config(PluginRegistry(BUILTIN_CONNECTORS), config)
+
+    assert isinstance(validated.connector, GeneratorConnector)
+    assert validated.tasks_max == 3
+    assert validated.settings == parse_config(GeneratorSettings, {"output.path": "/data/out"})
+
+
+def test_tasks_max_defaults_to_one() -> None:
+    validated = validate_connector_config(PluginRegistry(BUILTIN_CONNECTORS), generator_config())
+
+    assert validated.tasks_max == 1
+
+
+@pytest.mark.parametrize("tasks_max", ["0", "-1", "two", "1.5", ""])
+def test_tasks_max_must_be_a_positive_integer(tasks_max: str) -> None:
+    with pytest.raises(ConnectorConfigError) as caught:
+        validate_connector_config(
+            PluginRegistry(BUILTIN_CONNECTORS), generator_config(**{"tasks.max": tasks_max})
+        )
+
+    assert problem_keys(caught.value) == ["tasks.max"]
+
+
+@pytest.mark.parametrize("connector_class", [None, "", "  "])
+def test_connector_class_is_required(connector_class: str | None) -> None:
+    config = {"output.path": "/data/out"}
+    if connector_class is not None:
+        config["connector.class"] = connector_class
+
+    with pytest.raises(ConnectorConfigError) as caught:
+        validate_connector_config(PluginRegistry(BUILTIN_CONNECTORS), config)
+
+    assert problem_keys(caught.value) == ["connector.class"]
+
+
+def test_generator_makes_one_task_config_per_task() -> None:
+    config = generator_config(**{"tasks.max": "3"})
+
+    task_configs = GeneratorConnector().task_configs(config, 3)
+
+    assert task_configs == [config, config, config]
+
+
+@pytest.mark.parametrize(
+    "connector_class",
+    [
+        "generator",
+        " generator ",
+        "GeneratorConnector",
+        "worker.connectors.generator.GeneratorConnector",
+    ],
+)
+def test_builtin_plugin_resolves_by_alias_simple_name_or_path(connector_class: str) -> None:
+    assert PluginRegistry(BUILTIN_CONNECTORS).resolve(connector_class) is GeneratorConnector
+
+
+def test_unregistered_plugin_resolves_by_dotted_path() -> None:
+    registry = PluginRegistry(BUILTIN_CONNECTORS)
+
+    assert registry.resolve(f"{HERE}.EchoConnector") is EchoConnector
+
+
+@pytest.mark.parametrize(
+    ("connector_class", "reason"),
+    [
+        ("nosuch", "no plugin has this alias or class name"),
+        ("no.such.module.Thing", "module 'no.such.module' cannot be imported"),
+        (f"{HERE}.Missing", "has no attribute 'Missing'"),
+        ("pathlib.Path", "not a concrete subclass"),
+        ("worker.plugins.Connector", "not a concrete subclass"),
+    ],
+)
+def test_unknown_plugin_error_says_why_and_lists_available_plugins(
+    connector_class: str, reason: str
+) -> None:
+    registry = PluginRegistry(BUILTIN_CONNECTORS)
+
+    with pytest.raises(UnknownPluginError) as caught:
+        validate_connector_config(
+            registry, generator_config(**{"connector.class": connector_class})
+        )
+
+    message = str(caught.value)
+    assert reason in message
+    assert "generator (worker.connectors.generator.GeneratorConnector)" in message
+
+
+def test_a_simple_name_shared_by_two_plugins_is_ambiguous() -> None:
+    registry = PluginRegistry([GeneratorConnector, Vendor.GeneratorConnector])
+
+    with pytest.raises(UnknownPluginError, match="ambiguous"):
+        registry.resolve("GeneratorConnector")
+    assert registry.resolve("vendor-generator") is Vendor.GeneratorConnector
+    assert registry.resolve(f"{HERE}.Vendor.GeneratorConnector") is Vendor.GeneratorConnector
+
+
+def test_entry_point_plugins_are_registered_and_broken_ones_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    installed = [
+        EntryPoint("echo", f"{HERE}:EchoConnector", ENTRY_POINT_GROUP),
+        EntryPoint("broken", "no.such.module:Thing", ENTRY_POINT_GROUP),
+        EntryPoint("not-a-connector", "pathlib:Path", ENTRY_POINT_GROUP),
+    ]
+
+    with caplog.at_level(logging.WARNING, logger="worker.plugins"):
+        registry = PluginRegistry(BUILTIN_CONNECTORS, installed)
+
+    assert registry.list_plugins() == [EchoConnector, GeneratorConnector]
+    assert registry.resolve("echo") is EchoConnector
+    skipped = [r.getMessage() for r in caplog.records]
+    assert any("broken" in m for m in skipped) and any("not-a-connector" in m for m in skipped)
+
+
+def test_two_plugins_may_not_claim_one_alias() -> None:
+    class Impostor(GeneratorConnector):
+        pass
+
+    registry = PluginRegistry(BUILTIN_CONNECTORS)
+
+    with pytest.raises(ValueError, match="claimed by both"):
+        registry.register(Impostor)
+
+
+def test_validation_runs_the_plugins_own_schema() -> None:
+    registry = PluginRegistry([GeneratorConnector, EchoConnector])
+
+    with pytest.raises(ConnectorConfigError, match=r"echo\.topic: missing required value"):
+        validate_connector_config(registry, {"connector.class": "echo"})
+
+
+def test_checkpoint_dir_is_per_connector_and_task() -> None:
+    assert checkpoint_dir_for(Path("/ck"), "orders", 2) == Path("/ck/orders/task-2")
+
+
+@pytest.mark.parametrize("connector", ["", ".", "..", "a/b", "..\\x"])
+def test_connector_names_that_would_escape_the_checkpoint_root_are_refused(connector: str) -> None:
+    with pytest.raises(ValueError, match="cannot name a checkpoint directory"):
+        checkpoint_dir_for(Path("/ck"), connector, 0)

@@ -1,0 +1,13 @@
+"""The connectors shipped with sparkherd, and the registry a worker starts with."""
+
+from __future__ import annotations
+
+from worker.connectors.generator import GeneratorConnector
+from worker.plugins import Connector, PluginRegistry
+
+BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (GeneratorConnector,)
+
+
+def default_registry() -> PluginRegistry:
+    """The built-in connectors plus every plugin installed under `sparkherd.connectors`."""
+    return PluginRegistry.discover(BUILTIN_CONNECTORS)

@@ -1,0 +1,83 @@
+"""`generator`: a source of contiguous numbered rows, for demos, tests and benchmarks.
+
+It exists to make the framework's promises visible: every task writes `seq` 0, 1, 2, ...
+of its own, so a gap or a duplicate after a rebalance, a stop or a worker crash shows up
+in the output. Spark's `rate-micro-batch` source numbers rows by batch, and its offsets
+live in the checkpoint; the file sink commits each batch once. A restarted task, on any
+worker sharing `checkpoint.root`, therefore continues the sequence exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pyspark.sql import functions as F
+
+from worker.plugins import Connector, Task, TaskContext, parse_config
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+TRIGGER_INTERVAL = "1 second"
+
+
+class GeneratorSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rows_per_second: int = Field(default=10, alias="rows.per.second", gt=0)
+    output_path: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
+        alias="output.path"
+    )
+    output_format: Literal["parquet", "json"] = Field(default="parquet", alias="output.format")
+
+    def task_output(self, task: int) -> str:
+        """A string, not a Path: the output may be a URI (s3a://, hdfs://) Path would mangle."""
+        return f"{self.output_path.rstrip('/')}/task-{task}"
+
+
+class GeneratorTask(Task):
+    """Writes rows (task, seq, ts) to `<output.path>/task-<i>`, one micro-batch a second.
+
+    `rows.per.second` rows make one batch; when batches take longer than the trigger
+    interval the rate drops rather than the sequence skipping. `ts` is the batch's
+    processing time.
+    """
+
+    def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
+        settings = parse_config(GeneratorSettings, context.task_config)
+        rows = (
+            spark.readStream.format("rate-micro-batch")
+            .option("rowsPerBatch", settings.rows_per_second)
+            .option("numPartitions", 1)
+            .load()
+            .select(
+                F.lit(context.task).cast("int").alias("task"),
+                F.col("value").cast("long").alias("seq"),
+                F.current_timestamp().alias("ts"),
+            )
+        )
+        return (
+            rows.writeStream.format(settings.output_format)
+            .option("path", settings.task_output(context.task))
+            .option("checkpointLocation", str(context.checkpoint_dir))
+            .queryName(context.query_name)
+            .trigger(processingTime=TRIGGER_INTERVAL)
+            .start()
+        )
+
+
+class GeneratorConnector(Connector):
+    """`tasks.max` independent tasks, each with its own sequence and output directory."""
+
+    name = "generator"
+    config_model = GeneratorSettings
+    connector_type = "source"
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        return [dict(config) for _ in range(max_tasks)]
+
+    def create_task(self) -> Task:
+        return GeneratorTask()

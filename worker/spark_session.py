@@ -1,0 +1,83 @@
+"""The worker's one SparkSession, created when the first task needs it.
+
+A worker process is a Spark driver and a process holds only one SparkContext, so every
+task of every connector shares this session. Starting it costs seconds (JVM and Spark
+start-up), which is why it is deferred until work is actually assigned: a worker that
+only serves REST or waits in the group never pays for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from py4j.protocol import Py4JError
+from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SPARK_CONF: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "spark.master": "local[*]",
+        # The worker serves its own REST API; a Spark UI per worker is a second, unasked port.
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        # Connector tasks shuffle little; 200 partitions would mean 200 tiny tasks a batch.
+        "spark.sql.shuffle.partitions": "4",
+        # Each task's query runs in its own pool, so a busy task cannot starve the others.
+        "spark.scheduler.mode": "FAIR",
+        "spark.log.level": "WARN",
+        # A FAILED task's trace then carries the JVM stack, as a Kafka Connect trace does.
+        "spark.sql.pyspark.jvmStacktrace.enabled": "true",
+    }
+)
+
+
+class SparkSessionProvider:
+    """Creates the worker's SparkSession on first `get()` and stops it on `stop()`.
+
+    `get()` and `stop()` block (the first `get()` for seconds): callers on an event loop
+    run them with `asyncio.to_thread`. Both are thread-safe. `conf` overrides the
+    defaults key by key. Should the process already hold a SparkContext (an embedding
+    application, a test), `get()` returns that session and Spark ignores the static
+    settings given here.
+    """
+
+    def __init__(self, conf: Mapping[str, str], app_name: str) -> None:
+        self._conf: Mapping[str, str] = MappingProxyType({**DEFAULT_SPARK_CONF, **conf})
+        self._app_name = app_name
+        self._lock = threading.Lock()
+        self._session: SparkSession | None = None
+
+    @property
+    def conf(self) -> Mapping[str, str]:
+        """The settings the session is (or will be) created with: defaults plus overrides."""
+        return self._conf
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    def get(self) -> SparkSession:
+        with self._lock:
+            if self._session is None:
+                builder = SparkSession.builder.appName(self._app_name)
+                for key, value in self._conf.items():
+                    builder = builder.config(key, value)
+                self._session = builder.getOrCreate()
+            return self._session
+
+    def stop(self) -> None:
+        """Stop the session; a JVM that is already gone (killed with the process group) is
+        not an error at shutdown, since the checkpoints hold everything committed."""
+        with self._lock:
+            session, self._session = self._session, None
+            if session is None:
+                return
+            try:
+                session.stop()
+            except (Py4JError, ConnectionError) as exc:
+                log.warning("Spark JVM already gone at shutdown: %s", exc)

@@ -1,0 +1,251 @@
+"""Starts, stops and watches connector tasks as Spark streaming queries on one session.
+
+The herder calls this from its event loop, which must keep heartbeating to the group
+coordinator, so every Spark call (all blocking py4j calls) runs in a worker thread and
+this module's coroutines only ever await. A task that fails, at start or later while it
+runs, is reported FAILED with its trace and affects no other task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from protocol.messages import ConnectorTaskId
+from worker.plugins import (
+    PluginRegistry,
+    TaskContext,
+    checkpoint_dir_for,
+    validate_connector_config,
+)
+from worker.spark_session import SparkSessionProvider
+from worker.task_state import TaskState, TaskStatus
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+
+__all__ = ["SparkTaskRuntime", "StateListener", "TaskState", "TaskStatus", "describe_failure"]
+
+SCHEDULER_POOL_PROPERTY: Final = "spark.scheduler.pool"
+MONITOR_INTERVAL_S: Final = 1.0
+STOPPED_BY_ITSELF: Final = "The task's Spark query stopped although the worker did not stop it"
+
+StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
+
+log = logging.getLogger(__name__)
+
+
+def describe_failure(error: BaseException) -> str:
+    """The trace of a failure; a Spark error's message carries the JVM stack trace too."""
+    return "".join(traceback.format_exception(error)).rstrip()
+
+
+def _dead_queries(queries: Mapping[ConnectorTaskId, StreamingQuery]) -> dict[ConnectorTaskId, str]:
+    """Blocking: the queries that are no longer active, with why they ended."""
+    dead: dict[ConnectorTaskId, str] = {}
+    for task_id, query in queries.items():
+        if not query.isActive:
+            error = query.exception()
+            dead[task_id] = describe_failure(error) if error is not None else STOPPED_BY_ITSELF
+    return dead
+
+
+@dataclass
+class _TaskRun:
+    """One start of one task: its status, and the launch that yields its query."""
+
+    status: TaskStatus
+    launch: asyncio.Future[StreamingQuery]
+    stopping: bool = False
+
+
+class SparkTaskRuntime:
+    """The worker's connector tasks, each one streaming query on the shared session.
+
+    `on_state_change` is called on the event loop whenever a task becomes RUNNING,
+    FAILED, or UNASSIGNED (stopped and forgotten), so the herder can publish statuses.
+    """
+
+    def __init__(
+        self,
+        session: SparkSessionProvider,
+        registry: PluginRegistry,
+        checkpoint_root: Path,
+        shutdown_timeout_ms: int,
+        on_state_change: StateListener,
+        clock: Callable[[], float] = time.time,
+        monitor_interval_s: float = MONITOR_INTERVAL_S,
+    ) -> None:
+        self._session = session
+        self._registry = registry
+        self._checkpoint_root = checkpoint_root
+        self._shutdown_timeout_s = shutdown_timeout_ms / 1000
+        self._on_state_change = on_state_change
+        self._clock = clock
+        self._monitor_interval_s = monitor_interval_s
+        self._runs: dict[ConnectorTaskId, _TaskRun] = {}
+        self._monitor: asyncio.Task[None] | None = None
+        self._halts: set[asyncio.Task[None]] = set()
+
+    def running(self) -> set[ConnectorTaskId]:
+        return {t for t, run in self._runs.items() if run.status.state is TaskState.RUNNING}
+
+    def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
+        run = self._runs.get(task_id)
+        return run.status if run is not None else None
+
+    async def start_task(
+        self,
+        task_id: ConnectorTaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+    ) -> None:
+        """Start the task's query; returns once it is RUNNING or FAILED, never raises.
+
+        A task this runtime already holds, in whatever state, is left alone: restarting
+        it is `stop_task` then `start_task`.
+        """
+        if task_id in self._runs:
+            log.warning("Task %s is already held by this worker; not starting it again", task_id)
+            return
+        launch = asyncio.create_task(
+            asyncio.to_thread(self._launch, task_id, dict(connector_config), dict(task_config))
+        )
+        run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch)
+        self._runs[task_id] = run
+        try:
+            await asyncio.shield(launch)
+        except Exception as exc:
+            if self._runs.get(task_id) is run:
+                self._change(task_id, run, TaskStatus(TaskState.FAILED, describe_failure(exc)))
+            return
+        if self._runs.get(task_id) is run:
+            started_at = datetime.fromtimestamp(self._clock(), UTC).isoformat(
+                timespec="milliseconds"
+            )
+            self._change(task_id, run, TaskStatus(TaskState.RUNNING, started_at=started_at))
+            self._ensure_monitor()
+
+    def _launch(
+        self,
+        task_id: ConnectorTaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+    ) -> StreamingQuery:
+        """Blocking: create the task and start its query in the task's own FAIR pool.
+
+        The query's execution thread inherits this thread's local properties when it is
+        created, so the pool is set only around `start` and cleared for whatever this
+        pooled thread runs next.
+        """
+        task = validate_connector_config(self._registry, connector_config).connector.create_task()
+        context = TaskContext(
+            connector=task_id.connector,
+            task=task_id.task,
+            connector_config=connector_config,
+            task_config=task_config,
+            checkpoint_dir=checkpoint_dir_for(
+                self._checkpoint_root, task_id.connector, task_id.task
+            ),
+        )
+        spark = self._session.get()
+        spark_context = spark.sparkContext
+        spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))
+        try:
+            return task.start(spark, context)
+        finally:
+            spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, None)
+
+    async def stop_task(self, task_id: ConnectorTaskId) -> None:
+        """Stop the task's query and forget the task; reports it UNASSIGNED.
+
+        Waits at most `shutdown_timeout_ms` (a start still in flight is waited for
+        within the same bound). A query that takes longer keeps stopping in the
+        background: the herder must not hang on one task, and should the task's next
+        owner start before this query ends, Spark's checkpoint and file-sink logs let
+        only one of the two commit each batch, so the output still has no duplicate; the
+        loser fails instead (as does a restart on this worker before the old query ends:
+        Spark refuses two active queries on one checkpoint).
+        """
+        run = self._runs.pop(task_id, None)
+        if run is None:
+            return
+        run.stopping = True
+        halt = asyncio.create_task(self._halt(task_id, run))
+        self._halts.add(halt)
+        halt.add_done_callback(self._halts.discard)
+        try:
+            await asyncio.wait_for(asyncio.shield(halt), self._shutdown_timeout_s)
+        except TimeoutError:
+            log.warning(
+                "Task %s did not stop within %.0f ms; it keeps stopping in the background",
+                task_id,
+                self._shutdown_timeout_s * 1000,
+            )
+        self._notify(task_id, TaskState.UNASSIGNED, None)
+
+    async def _halt(self, task_id: ConnectorTaskId, run: _TaskRun) -> None:
+        try:
+            query = await run.launch
+        except Exception:
+            return
+        try:
+            await asyncio.to_thread(query.stop)
+        except Exception:
+            log.exception("Stopping the query of task %s failed", task_id)
+
+    async def stop_all(self) -> None:
+        await asyncio.gather(*(self.stop_task(task_id) for task_id in list(self._runs)))
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+
+    def _ensure_monitor(self) -> None:
+        if self._monitor is None:
+            self._monitor = asyncio.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        """Marks FAILED the tasks whose query died; ends when nothing is RUNNING."""
+        try:
+            while self.running():
+                await asyncio.sleep(self._monitor_interval_s)
+                watched = {
+                    t: run for t, run in self._runs.items() if run.status.state is TaskState.RUNNING
+                }
+                queries = {t: run.launch.result() for t, run in watched.items()}
+                try:
+                    dead = await asyncio.to_thread(_dead_queries, queries)
+                except Exception:
+                    log.exception("Could not check the tasks' Spark queries; will retry")
+                    continue
+                for task_id, trace in dead.items():
+                    run = watched[task_id]
+                    if self._runs.get(task_id) is run and not run.stopping:
+                        self._change(
+                            task_id, run, replace(run.status, state=TaskState.FAILED, trace=trace)
+                        )
+        finally:
+            if self._monitor is asyncio.current_task():
+                self._monitor = None
+
+    def _change(self, task_id: ConnectorTaskId, run: _TaskRun, status: TaskStatus) -> None:
+        run.status = status
+        if status.state is TaskState.FAILED:
+            log.error("Task %s failed:\n%s", task_id, status.trace)
+        self._notify(task_id, status.state, status.trace)
+
+    def _notify(self, task_id: ConnectorTaskId, state: TaskState, trace: str | None) -> None:
+        """A listener's bug must not take the runtime's bookkeeping down with it."""
+        try:
+            self._on_state_change(task_id, state, trace)
+        except Exception:
+            log.exception("State listener failed for task %s -> %s", task_id, state)
