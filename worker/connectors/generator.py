@@ -21,17 +21,19 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-TRIGGER_INTERVAL = "1 second"
-
-
 class GeneratorSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     rows_per_second: int = Field(default=10, alias="rows.per.second", gt=0)
+    batch_interval_ms: int = Field(default=1000, alias="batch.interval.ms", ge=100)
     output_path: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
         alias="output.path"
     )
     output_format: Literal["parquet", "json"] = Field(default="parquet", alias="output.format")
+
+    @property
+    def rows_per_batch(self) -> int:
+        return max(1, self.rows_per_second * self.batch_interval_ms // 1000)
 
     def task_output(self, task: int) -> str:
         """A string, not a Path: the output may be a URI (s3a://, hdfs://) Path would mangle."""
@@ -39,18 +41,21 @@ class GeneratorSettings(BaseModel):
 
 
 class GeneratorTask(Task):
-    """Writes rows (task, seq, ts) to `<output.path>/task-<i>`, one micro-batch a second.
+    """Writes rows (task, seq, ts) to `<output.path>/task-<i>`, one micro-batch every
+    `batch.interval.ms`.
 
-    `rows.per.second` rows make one batch; when batches take longer than the trigger
-    interval the rate drops rather than the sequence skipping. `ts` is the batch's
-    processing time.
+    A batch holds `rows.per.second` x the interval rows; when batches take longer than the
+    interval the rate drops rather than the sequence skipping. Longer intervals cost
+    Spark less per row. `ts` is the batch's processing time. Changing either setting of a
+    connector that already has checkpoints breaks the contiguity of its sequence, since
+    the source numbers rows by batch.
     """
 
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings = parse_config(GeneratorSettings, context.task_config)
         rows = (
             spark.readStream.format("rate-micro-batch")
-            .option("rowsPerBatch", settings.rows_per_second)
+            .option("rowsPerBatch", settings.rows_per_batch)
             .option("numPartitions", 1)
             .load()
             .select(
@@ -64,7 +69,7 @@ class GeneratorTask(Task):
             .option("path", settings.task_output(context.task))
             .option("checkpointLocation", str(context.checkpoint_dir))
             .queryName(context.query_name)
-            .trigger(processingTime=TRIGGER_INTERVAL)
+            .trigger(processingTime=f"{settings.batch_interval_ms} milliseconds")
             .start()
         )
 

@@ -258,3 +258,16 @@ def test_checkpoint_dir_is_per_connector_and_task() -> None:
 def test_connector_names_that_would_escape_the_checkpoint_root_are_refused(connector: str) -> None:
     with pytest.raises(ValueError, match="cannot name a checkpoint directory"):
         checkpoint_dir_for(Path("/ck"), connector, 0)
+
+
+def test_batch_interval_scales_the_rows_of_each_batch() -> None:
+    settings = GeneratorConnector().validate(
+        {"output.path": "/tmp/out", "rows.per.second": "5", "batch.interval.ms": "3000"}
+    )
+    assert isinstance(settings, GeneratorSettings)
+    assert settings.rows_per_batch == 15
+    slow = GeneratorConnector().validate(
+        {"output.path": "/tmp/out", "rows.per.second": "1", "batch.interval.ms": "100"}
+    )
+    assert isinstance(slow, GeneratorSettings)
+    assert slow.rows_per_batch == 1

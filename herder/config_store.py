@@ -1,0 +1,176 @@
+"""Connector configs, task configs and target states, kept on the compacted config topic.
+
+The record keys follow Kafka Connect's (`connector-<c>`, `task-<c>-<n>`, `commit-<c>`,
+`target-state-<c>`) so an operator reading the topic finds what they know. Task configs
+become visible only with their commit record, so a worker never runs half of a new set.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+from herder.kafka_log import KafkaLog
+from protocol.messages import Allocation, ConnectorTaskId
+
+CONNECTOR_PREFIX = "connector-"
+TASK_PREFIX = "task-"
+COMMIT_PREFIX = "commit-"
+TARGET_STATE_PREFIX = "target-state-"
+REBALANCE_REQUEST_KEY = "rebalance-request"
+
+
+class TargetState(StrEnum):
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+
+TaskConfig = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class ConfigSnapshot:
+    """An immutable view of the config topic up to (excluding) `offset`."""
+
+    offset: int = 0
+    connectors: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    target_states: Mapping[str, TargetState] = field(default_factory=dict)
+    task_configs: Mapping[str, tuple[TaskConfig, ...]] = field(default_factory=dict)
+
+    def target_state(self, connector: str) -> TargetState:
+        return self.target_states.get(connector, TargetState.STARTED)
+
+    def tasks_of(self, connector: str) -> tuple[TaskConfig, ...]:
+        """A connector's committed task configs; none while it is STOPPED."""
+        if connector not in self.connectors or self.target_state(connector) is TargetState.STOPPED:
+            return ()
+        return self.task_configs.get(connector, ())
+
+    def task_counts(self) -> dict[str, int]:
+        return {name: len(self.tasks_of(name)) for name in self.connectors}
+
+    def configured(self) -> Allocation:
+        return Allocation.of(
+            self.connectors,
+            (ConnectorTaskId(c, i) for c, n in self.task_counts().items() for i in range(n)),
+        )
+
+    def task_config(self, task: ConnectorTaskId) -> TaskConfig | None:
+        configs = self.tasks_of(task.connector)
+        return configs[task.task] if 0 <= task.task < len(configs) else None
+
+
+class ConfigStore:
+    """Replays the config topic into a `ConfigSnapshot` and writes changes to it."""
+
+    def __init__(self, bootstrap_servers: str, topic: str) -> None:
+        self._log = KafkaLog(bootstrap_servers, topic, self._apply)
+        self._connectors: dict[str, dict[str, str]] = {}
+        self._target_states: dict[str, TargetState] = {}
+        self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}
+        self._committed: dict[str, tuple[TaskConfig, ...]] = {}
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """`listener` runs after every applied record, on the event loop."""
+        self._listeners.append(listener)
+
+    async def start(self) -> None:
+        await self._log.start()
+
+    async def stop(self) -> None:
+        await self._log.stop()
+
+    async def read_to_end(self, timeout_s: float = 30.0) -> int:
+        return await self._log.read_to_end(timeout_s)
+
+    def has_connector(self, name: str) -> bool:
+        return name in self._connectors
+
+    def snapshot(self) -> ConfigSnapshot:
+        return ConfigSnapshot(
+            offset=self._log.position,
+            connectors=MappingProxyType({k: dict(v) for k, v in self._connectors.items()}),
+            target_states=MappingProxyType(dict(self._target_states)),
+            task_configs=MappingProxyType(dict(self._committed)),
+        )
+
+    async def put_connector_config(
+        self, name: str, config: Mapping[str, str], target_state: TargetState | None = None
+    ) -> None:
+        """Write a connector's config; with `target_state`, write that state first."""
+        if target_state is not None:
+            await self.put_target_state(name, target_state)
+        await self._write(CONNECTOR_PREFIX + name, {"properties": dict(config)})
+
+    async def put_target_state(self, name: str, state: TargetState) -> None:
+        await self._write(TARGET_STATE_PREFIX + name, {"state": state.value})
+
+    async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        for index, config in enumerate(configs):
+            await self._write(f"{TASK_PREFIX}{name}-{index}", {"properties": config})
+        await self._write(COMMIT_PREFIX + name, {"tasks": len(configs)})
+
+    async def request_rebalance(self, generation: int, reason: str) -> None:
+        """Advance the config offset so the leader's next JoinGroup carries new metadata.
+
+        A coordinator may answer a rejoin with unchanged metadata from the current
+        generation instead of starting a rebalance (Tansu does, even for the leader), so a
+        scheduled rebalance needs the leader's subscription to differ. One key, compacted,
+        so these records do not accumulate.
+        """
+        await self._write(REBALANCE_REQUEST_KEY, {"generation": generation, "reason": reason})
+
+    async def delete_connector(self, name: str) -> None:
+        await self._write(CONNECTOR_PREFIX + name, None)
+        await self._write(TARGET_STATE_PREFIX + name, None)
+
+    async def _write(self, key: str, value: dict[str, Any] | None) -> None:
+        payload = None if value is None else json.dumps(value, sort_keys=True).encode()
+        await self._log.send(key.encode(), payload)
+
+    def _apply(self, raw_key: bytes, raw_value: bytes | None, offset: int) -> None:
+        key = raw_key.decode()
+        value: dict[str, Any] | None = None if raw_value is None else json.loads(raw_value)
+        if key.startswith(CONNECTOR_PREFIX):
+            self._apply_connector(key.removeprefix(CONNECTOR_PREFIX), value)
+        elif key.startswith(TARGET_STATE_PREFIX):
+            name = key.removeprefix(TARGET_STATE_PREFIX)
+            if value is None:
+                self._target_states.pop(name, None)
+            else:
+                self._target_states[name] = TargetState(value["state"])
+        elif key.startswith(COMMIT_PREFIX):
+            self._apply_commit(key.removeprefix(COMMIT_PREFIX), value)
+        elif key.startswith(TASK_PREFIX):
+            name, _, index = key.removeprefix(TASK_PREFIX).rpartition("-")
+            if value is not None:
+                self._pending_tasks.setdefault(name, {})[int(index)] = _strings(value)
+        for listener in self._listeners:
+            listener()
+
+    def _apply_connector(self, name: str, value: dict[str, Any] | None) -> None:
+        if value is None:
+            self._connectors.pop(name, None)
+            self._committed.pop(name, None)
+            self._pending_tasks.pop(name, None)
+        else:
+            self._connectors[name] = _strings(value)
+
+    def _apply_commit(self, name: str, value: dict[str, Any] | None) -> None:
+        if value is None:
+            return
+        count = int(value["tasks"])
+        pending = self._pending_tasks.get(name, {})
+        if all(i in pending for i in range(count)):
+            self._committed[name] = tuple(pending[i] for i in range(count))
+            self._pending_tasks[name] = {}
+
+
+def _strings(value: dict[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value["properties"].items()}

@@ -1,0 +1,600 @@
+"""The distributed herder: one per worker, it keeps this worker's share of the work in step
+with the group's decisions.
+
+It owns the loop join -> apply assignment -> heartbeat until something asks for a
+rebalance. Cooperative rules (KIP-415): work is stopped only when the leader revokes it,
+and a worker that stopped something rejoins at once so the leader can hand it on in the
+next generation. The leader additionally turns connector configs into task configs, so
+that one writer decides the task set of every connector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from herder.config_store import ConfigSnapshot, ConfigStore, TargetState
+from herder.leader import LeaderPlanner
+from herder.membership import (
+    CoordinatorUnavailable,
+    Generation,
+    GroupMember,
+    HeartbeatOutcome,
+    JoinedMembers,
+)
+from herder.runtime import ConnectorPlugins, TaskRuntime
+from herder.status_store import Status, StatusStore
+from herder.topics import ensure_compacted_topics
+from protocol import PROTOCOL_NAME, ProtocolError
+from protocol.codec import decode_assignment, encode_subscription
+from protocol.messages import (
+    EMPTY_ALLOCATION,
+    Allocation,
+    AssignmentError,
+    ConnectorTaskId,
+    Subscription,
+)
+from protocol.negotiation import must_release_for_eager, next_version_after
+from protocol.versions import EAGER_VERSION, max_version_for, parse_connect_protocol
+from worker.config import WorkerConfig
+from worker.task_state import TaskState
+
+log = logging.getLogger(__name__)
+
+STATUS_FLUSH_TIMEOUT_S = 10.0
+"""How long shutdown waits for the last status writes before leaving the group anyway."""
+
+
+class HerderError(Exception):
+    """A request the herder refuses; REST maps each subclass to an HTTP status."""
+
+
+class ConnectorNotFound(HerderError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Connector {name} not found")
+
+
+class ConnectorExists(HerderError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Connector {name} already exists")
+
+
+class InvalidConnectorConfig(HerderError):
+    pass
+
+
+class NotLeader(HerderError):
+    """Only the leader writes configs; the caller forwards to `leader_url` (None: unknown)."""
+
+    def __init__(self, leader_url: str | None) -> None:
+        self.leader_url = leader_url
+        super().__init__(
+            "Cannot complete request because of a conflicting operation "
+            "(e.g. worker rebalance): the leader is not known yet"
+            if leader_url is None
+            else f"this worker is not the leader; the leader is {leader_url}"
+        )
+
+
+@dataclass(frozen=True)
+class ConnectorView:
+    name: str
+    config: Mapping[str, str]
+    tasks: tuple[ConnectorTaskId, ...]
+    type: str
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """This worker's picture of the cluster: its own group state, and who runs what
+    according to the status topic (which every worker reads)."""
+
+    leader_url: str | None
+    generation: int
+    protocol_version: int
+    scheduled_rebalance_ms: int
+    workers: Mapping[str, Allocation]
+
+
+class DistributedHerder:
+    """Runs this worker's share of connectors and tasks as the group decides."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        runtime: TaskRuntime,
+        plugins: ConnectorPlugins,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._config = config
+        self._runtime = runtime
+        self._plugins = plugins
+        self._clock = clock
+        self.configs = ConfigStore(config.bootstrap_servers, config.config_storage_topic)
+        self.statuses = StatusStore(config.bootstrap_servers, config.status_storage_topic)
+        self._member = GroupMember(
+            config.bootstrap_servers,
+            config.group_id,
+            PROTOCOL_NAME,
+            session_timeout_ms=config.session_timeout_ms,
+            rebalance_timeout_ms=config.rebalance_timeout_ms,
+            instance_id=config.group_instance_id,
+        )
+        self._max_version = max_version_for(parse_connect_protocol(config.connect_protocol))
+        self._version = self._max_version
+        self._group_version = self._max_version
+        self._planner: LeaderPlanner | None = None
+        self._generation: Generation | None = None
+        self._applied_generation = -1
+        self.leader_url: str | None = None
+        self.owned: Allocation = EMPTY_ALLOCATION
+        self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
+        self._configured_at_join: Allocation = EMPTY_ALLOCATION
+        self._rejoin = asyncio.Event()
+        self._config_changed = asyncio.Event()
+        self._rejoin_at: float | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, TaskState, str | None]] = (
+            asyncio.Queue()
+        )
+        self._status_writer: asyncio.Task[None] | None = None
+        self._started_at: dict[ConnectorTaskId, str] = {}
+        self.ready = False
+        self.cluster_id: str | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def worker_id(self) -> str:
+        return self._config.worker_id
+
+    @property
+    def generation(self) -> int:
+        return self._generation.generation if self._generation else -1
+
+    @property
+    def is_leader(self) -> bool:
+        return self._generation is not None and self._generation.is_leader
+
+    async def start(self) -> None:
+        """Connect, create the internal topics, replay them, then run the group loop.
+
+        Raises `CoordinatorUnavailable` when the broker cannot be reached at all, so the
+        CLI can say so in one line instead of retrying forever.
+        """
+        await self._member.start()
+        try:
+            self.cluster_id = await ensure_compacted_topics(
+                self._config.bootstrap_servers,
+                [
+                    self._config.config_storage_topic,
+                    self._config.status_storage_topic,
+                    self._config.offset_storage_topic,
+                ],
+            )
+        except Exception:
+            await self._member.close()
+            raise
+        self.configs.add_listener(self._config_changed.set)
+        await self.configs.start()
+        await self.statuses.start()
+        await self.configs.read_to_end()
+        await self.statuses.read_to_end()
+        self._status_writer = asyncio.create_task(self._write_statuses(), name="status-writer")
+        self._loop_task = asyncio.create_task(self._run(), name="herder")
+
+    async def stop(self) -> None:
+        """Stop every task, record them UNASSIGNED, then leave the group and close."""
+        self.ready = False
+        for task in (self._loop_task, self._heartbeat_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self._stop_work(self.owned)
+        try:
+            async with asyncio.timeout(STATUS_FLUSH_TIMEOUT_S):
+                await self._status_writes.join()
+        except TimeoutError:
+            log.warning("gave up writing the last statuses: the broker does not answer")
+        await self._member.leave()
+        if self._status_writer is not None:
+            self._status_writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._status_writer
+        await self.statuses.stop()
+        await self.configs.stop()
+        await self._member.close()
+
+    async def wait_closed(self) -> None:
+        """Return when the group loop ends (it only ends on a fatal error)."""
+        if self._loop_task is not None:
+            await self._loop_task
+
+    # -- the group loop --------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            self._rejoin.clear()
+            self._config_changed.clear()
+            if self._group_version == EAGER_VERSION:
+                await self._stop_work(self.owned)
+            try:
+                generation = await self._member.join(
+                    self._subscription(), self._on_leader, self._forget_leader_round
+                )
+            except CoordinatorUnavailable as exc:
+                log.warning("%s; retrying", exc)
+                continue
+            self._generation = generation
+            self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
+            try:
+                await self._apply(generation)
+                await self._until_rejoin_needed()
+            finally:
+                self._heartbeat_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._heartbeat_task
+
+    def _subscription(self) -> bytes:
+        snapshot = self.configs.snapshot()
+        self._configured_at_join = snapshot.configured()
+        return encode_subscription(
+            Subscription(
+                version=self._version,
+                max_version=self._max_version,
+                worker_id=self.worker_id,
+                url=self._config.rest_url,
+                config_offset=snapshot.offset,
+                allocation=self.owned,
+                instance_id=self._config.group_instance_id,
+            )
+        )
+
+    async def _on_leader(self, members: JoinedMembers) -> Mapping[str, bytes]:
+        await self.configs.read_to_end()
+        await self._reconcile_task_configs()
+        await self.configs.read_to_end()
+        if self._planner is None:
+            self._planner = LeaderPlanner(
+                leader_max_version=self._max_version,
+                max_delay_ms=self._config.scheduled_rebalance_max_delay_ms,
+            )
+        return self._planner.plan(
+            members,
+            leader_url=self._config.rest_url,
+            snapshot=self.configs.snapshot(),
+            now_ms=int(self._clock() * 1000),
+        )
+
+    def _forget_leader_round(self) -> None:
+        if self._planner is not None:
+            self._planner.forget()
+
+    async def _apply(self, generation: Generation) -> None:
+        if self._applied_generation == generation.generation:
+            log.info("the coordinator answered with generation %d again", generation.generation)
+            return
+        self._applied_generation = generation.generation
+        if not generation.is_leader:
+            self._planner = None
+        try:
+            assignment = decode_assignment(generation.assignment)
+        except ProtocolError as exc:
+            log.error(
+                "unreadable assignment from leader %s (%s); rejoining", generation.leader_id, exc
+            )
+            await asyncio.sleep(1)
+            self._rejoin.set()
+            return
+        self.leader_url = assignment.leader_url or None
+        log.info(
+            "joined generation %d as %s (v%d): assigned %d, revoked %d, delay %d ms%s",
+            generation.generation,
+            "leader" if generation.is_leader else "follower",
+            assignment.version,
+            assignment.assigned.size(),
+            assignment.revoked.size(),
+            assignment.delay_ms,
+            f", error {assignment.error.name}" if assignment.failed else "",
+        )
+        if assignment.error is AssignmentError.CONFIG_MISMATCH:
+            log.info("config offset behind the leader's; catching up before rejoining")
+            await self.configs.read_to_end()
+            self._rejoin.set()
+            return
+        next_version = next_version_after(assignment, self._version, self._max_version)
+        if next_version is not None:
+            log.info("protocol version %d -> %d; rejoining", self._version, next_version)
+            self._version = next_version
+            self._rejoin.set()
+        if assignment.failed:
+            self._rejoin.set()
+            return
+        self._group_version = assignment.version
+        if must_release_for_eager(assignment, self.owned):
+            log.info("the group runs eager now: stopping all work before rejoining")
+            await self._stop_work(self.owned)
+            self._rejoin.set()
+            return
+        if assignment.version == EAGER_VERSION:
+            revoked = self.owned.minus(assignment.assigned)
+            assigned = assignment.assigned.minus(self.owned)
+        else:
+            revoked, assigned = assignment.revoked, assignment.assigned
+        await self._stop_work(revoked)
+        if not revoked.is_empty():
+            self._rejoin.set()
+        await self._start_work(assigned)
+        if self._planner is not None:
+            self._mark_unassigned(self._planner.unplaced)
+        self._rejoin_at = (
+            self._clock() + assignment.delay_ms / 1000 if assignment.delay_ms > 0 else None
+        )
+        await self.configs.read_to_end()
+        self.ready = True
+        log.info(
+            "generation %d: leader %s, running %d connectors and %d tasks",
+            generation.generation,
+            self.leader_url,
+            len(self.owned.connectors),
+            len(self.owned.tasks),
+        )
+
+    async def _until_rejoin_needed(self) -> None:
+        while not self._rejoin.is_set():
+            timeout = self._config.heartbeat_interval_ms / 1000
+            if self._rejoin_at is not None:
+                timeout = min(timeout, max(0.0, self._rejoin_at - self._clock()))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await _first_of(self._rejoin, self._config_changed)
+            if self._rejoin_at is not None and self._clock() >= self._rejoin_at:
+                self._rejoin_at = None
+                await self._scheduled_rebalance()
+            if self._config_changed.is_set():
+                self._config_changed.clear()
+                await self._on_config_change()
+
+    async def _scheduled_rebalance(self) -> None:
+        """The delay expired: the leader starts the rebalance that resolves lost work.
+
+        Followers need not rejoin: a coordinator answers an unchanged follower with the
+        current generation, and the leader's rejoin makes everyone rejoin anyway.
+        """
+        if not self.is_leader:
+            return
+        await self.configs.request_rebalance(self.generation, "scheduled rebalance delay expired")
+        await self.configs.read_to_end()
+        self._rejoin.set()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.heartbeat_interval_ms / 1000)
+            outcome = await self._member.heartbeat()
+            if outcome is HeartbeatOutcome.MEMBER_LOST:
+                log.warning("lost group membership; stopping all work before rejoining")
+                await self._stop_work(self.owned)
+            if outcome is not HeartbeatOutcome.OK:
+                self._rejoin.set()
+                return
+
+    # -- reacting to config changes --------------------------------------------------------
+
+    async def _on_config_change(self) -> None:
+        snapshot = self.configs.snapshot()
+        if self.is_leader:
+            await self._reconcile_task_configs()
+        if snapshot.configured() != self._configured_at_join:
+            self._rejoin.set()
+        await self._restart_reconfigured_tasks(snapshot)
+
+    async def _reconcile_task_configs(self) -> None:
+        """Leader only: make every started connector's committed task configs current."""
+        snapshot = self.configs.snapshot()
+        for name, config in snapshot.connectors.items():
+            if snapshot.target_state(name) is TargetState.STOPPED:
+                continue
+            try:
+                wanted = self._plugins.task_configs(config)
+            except ValueError as exc:
+                log.error("connector %s: cannot compute task configs: %s", name, exc)
+                continue
+            if list(snapshot.task_configs.get(name, ())) != wanted:
+                await self.configs.put_task_configs(name, wanted)
+
+    async def _restart_reconfigured_tasks(self, snapshot: ConfigSnapshot) -> None:
+        """Restart running tasks whose task config or target state changed under them."""
+        for task in sorted(self.owned.tasks):
+            wanted = snapshot.task_config(task)
+            paused = snapshot.target_state(task.connector) is TargetState.PAUSED
+            running = task in self._runtime.running()
+            if wanted is None:
+                continue
+            if paused and running:
+                await self._runtime.stop_task(task)
+                self._report(task, TaskState.PAUSED)
+            elif not paused and (not running or self._started_configs.get(task) != wanted):
+                if running:
+                    await self._runtime.stop_task(task)
+                await self._start_task(task, snapshot)
+
+    # -- starting and stopping work --------------------------------------------------------
+
+    async def _start_work(self, assigned: Allocation) -> None:
+        snapshot = self.configs.snapshot()
+        self.owned = self.owned.union(assigned)
+        for connector in sorted(assigned.connectors):
+            self._start_connector(connector, snapshot)
+        await asyncio.gather(*(self._start_task(t, snapshot) for t in sorted(assigned.tasks)))
+
+    def _start_connector(self, name: str, snapshot: ConfigSnapshot) -> None:
+        config = snapshot.connectors.get(name)
+        if config is None:
+            return
+        state = {
+            TargetState.STARTED: TaskState.RUNNING,
+            TargetState.PAUSED: TaskState.PAUSED,
+            TargetState.STOPPED: TaskState.STOPPED,
+        }[snapshot.target_state(name)]
+        try:
+            self._plugins.validate(config)
+        except ValueError as exc:
+            self._report(name, TaskState.FAILED, str(exc))
+            return
+        self._report(name, state)
+
+    async def _start_task(self, task: ConnectorTaskId, snapshot: ConfigSnapshot) -> None:
+        task_config = snapshot.task_config(task)
+        connector_config = snapshot.connectors.get(task.connector)
+        if task_config is None or connector_config is None:
+            return
+        self._started_configs[task] = task_config
+        if snapshot.target_state(task.connector) is TargetState.PAUSED:
+            self._report(task, TaskState.PAUSED)
+            return
+        await self._runtime.start_task(task, connector_config, task_config)
+
+    async def _stop_work(self, revoked: Allocation) -> None:
+        if revoked.is_empty():
+            return
+        running = self._runtime.running()
+        await asyncio.gather(
+            *(self._runtime.stop_task(t) for t in sorted(revoked.tasks) if t in running)
+        )
+        for task in sorted(revoked.tasks):
+            self._started_configs.pop(task, None)
+            if task not in running:
+                self._report(task, TaskState.UNASSIGNED)
+        for connector in sorted(revoked.connectors):
+            self._report(connector, TaskState.UNASSIGNED)
+        self.owned = self.owned.minus(revoked)
+
+    # -- statuses --------------------------------------------------------------------------
+
+    def _mark_unassigned(self, unplaced: Allocation) -> None:
+        """Leader only: lost work that waits for the delay shows UNASSIGNED, not the RUNNING
+        its dead worker last wrote (the newer generation wins on read)."""
+        for task in sorted(unplaced.tasks):
+            status = self.statuses.task(task)
+            if status is not None and status.state is not TaskState.UNASSIGNED:
+                self._report(task, TaskState.UNASSIGNED)
+        for connector in sorted(unplaced.connectors):
+            status = self.statuses.connector(connector)
+            if status is not None and status.state is not TaskState.UNASSIGNED:
+                self._report(connector, TaskState.UNASSIGNED)
+
+    def on_task_state(self, task: ConnectorTaskId, state: TaskState, trace: str | None) -> None:
+        """The runtime's callback; must be called on the herder's event loop."""
+        if task in self.owned.tasks:
+            self._report(task, state, trace)
+
+    def _report(
+        self, item: str | ConnectorTaskId, state: TaskState, trace: str | None = None
+    ) -> None:
+        """Queue a status write, unless the connector was deleted (its statuses are gone)."""
+        connector = item.connector if isinstance(item, ConnectorTaskId) else item
+        if self.configs.has_connector(connector):
+            self._status_writes.put_nowait((item, state, trace))
+
+    async def _write_statuses(self) -> None:
+        while True:
+            item, state, trace = await self._status_writes.get()
+            try:
+                started_at = None
+                if isinstance(item, ConnectorTaskId) and state is TaskState.RUNNING:
+                    started_at = _iso_now(self._clock())
+                status = Status(state, self.worker_id, self.generation, trace, started_at)
+                if isinstance(item, ConnectorTaskId):
+                    await self.statuses.put_task(item, status)
+                else:
+                    await self.statuses.put_connector(item, status)
+            except Exception:
+                log.exception("could not write the status of %s", item)
+            finally:
+                self._status_writes.task_done()
+
+    # -- requests from REST ----------------------------------------------------------------
+
+    def cluster_view(self) -> ClusterView:
+        workers = {self.worker_id: EMPTY_ALLOCATION, **self.statuses.owners()}
+        workers[self.worker_id] = self.owned
+        remaining = 0.0 if self._rejoin_at is None else self._rejoin_at - self._clock()
+        return ClusterView(
+            leader_url=self.leader_url,
+            generation=self.generation,
+            protocol_version=self._group_version,
+            scheduled_rebalance_ms=max(0, int(remaining * 1000)),
+            workers=workers,
+        )
+
+    def connector_names(self) -> list[str]:
+        return sorted(self.configs.snapshot().connectors)
+
+    def connector(self, name: str) -> ConnectorView:
+        snapshot = self.configs.snapshot()
+        config = snapshot.connectors.get(name)
+        if config is None:
+            raise ConnectorNotFound(name)
+        count = len(snapshot.tasks_of(name))
+        return ConnectorView(
+            name=name,
+            config=config,
+            tasks=tuple(ConnectorTaskId(name, i) for i in range(count)),
+            type=self._connector_type(config),
+        )
+
+    def _connector_type(self, config: Mapping[str, str]) -> str:
+        try:
+            return self._plugins.connector_type(config)
+        except ValueError:
+            return "unknown"
+
+    async def create_connector(self, name: str, config: Mapping[str, str]) -> ConnectorView:
+        self._require_leader()
+        await self.configs.read_to_end()
+        if name in self.configs.snapshot().connectors:
+            raise ConnectorExists(name)
+        full = {**config, "name": name}
+        try:
+            self._plugins.validate(full)
+        except ValueError as exc:
+            raise InvalidConnectorConfig(str(exc)) from exc
+        await self.configs.put_connector_config(name, full, TargetState.STARTED)
+        await self.configs.read_to_end()
+        await self._reconcile_task_configs()
+        await self.configs.read_to_end()
+        return self.connector(name)
+
+    async def delete_connector(self, name: str) -> None:
+        self._require_leader()
+        await self.configs.read_to_end()
+        snapshot = self.configs.snapshot()
+        if name not in snapshot.connectors:
+            raise ConnectorNotFound(name)
+        await self.configs.delete_connector(name)
+        await self.statuses.delete_connector(name, len(snapshot.task_configs.get(name, ())))
+        await self.configs.read_to_end()
+
+    def _require_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeader(self.leader_url)
+
+
+async def _first_of(*events: asyncio.Event) -> None:
+    waiters = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+def _iso_now(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds")

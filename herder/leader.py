@@ -1,0 +1,107 @@
+"""The leader's step of a rebalance: raw metadata in, one encoded assignment per member out.
+
+It glues the pure parts together: `protocol.negotiation` decides the group version and
+which members to probe or refuse, an assignor decides the work, the codec writes it. One
+planner lives as long as its worker stays leader, because the cooperative assignor's
+memory of earlier rounds is how it tells lost work from new work.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from herder.assignor import (
+    Assignor,
+    ClusterSnapshot,
+    EagerAssignor,
+    GroupRound,
+    IncrementalCooperativeAssignor,
+)
+from herder.config_store import ConfigSnapshot
+from herder.membership import JoinedMembers
+from protocol.codec import encode_assignment
+from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment, Subscription
+from protocol.negotiation import LeaderInfo, plan_versions
+from protocol.versions import is_cooperative
+
+log = logging.getLogger(__name__)
+
+
+class LeaderPlanner:
+    """Plans every round this worker leads; `forget` when its own sync failed."""
+
+    def __init__(
+        self, leader_max_version: int, max_delay_ms: int, identity_aware: bool = True
+    ) -> None:
+        self._leader_max_version = leader_max_version
+        self._max_delay_ms = max_delay_ms
+        self._identity_aware = identity_aware
+        self._assignor: Assignor | None = None
+        self._assignor_cooperative: bool | None = None
+        self.unplaced = EMPTY_ALLOCATION
+        """What the last round left running nowhere (lost work waiting for the delay)."""
+
+    def plan(
+        self,
+        members: JoinedMembers,
+        leader_url: str,
+        snapshot: ConfigSnapshot,
+        now_ms: int,
+    ) -> dict[str, bytes]:
+        plan = plan_versions(members.metadata, self._leader_max_version)
+        leader = LeaderInfo(members.leader_id, leader_url, snapshot.offset)
+        for member, reason in plan.malformed.items():
+            log.warning("member %s sent unreadable metadata (%s); it gets no work", member, reason)
+        for member, sub in plan.probed.items():
+            log.info("member %s speaks v%d; probing it down", member, sub.version)
+        assignments: dict[str, Assignment] = plan.rejections(leader)
+        if plan.requires_empty_eager_round:
+            log.info("group downgrades to eager: an empty round first, so all work stops")
+            self._assignor = None
+            assignments |= {member: plan.empty_assignment(leader) for member in plan.subscriptions}
+        else:
+            round_ = GroupRound(
+                generation=members.generation,
+                leader_id=members.leader_id,
+                leader_url=leader_url,
+                version=plan.group_version,
+                leader_max_version=plan.leader_max_version,
+                members=plan.subscriptions,
+                snapshot=ClusterSnapshot(snapshot.offset, snapshot.task_counts()),
+                now_ms=now_ms,
+            )
+            assignments |= self._assignor_for(plan.group_version).assign(round_)
+        self.unplaced = _unplaced(snapshot.configured(), plan.subscriptions, assignments)
+        return {member: encode_assignment(a) for member, a in assignments.items()}
+
+    def forget(self) -> None:
+        if self._assignor is not None:
+            self._assignor.forget()
+
+    def _assignor_for(self, version: int) -> Assignor:
+        """A fresh assignor whenever the group switches between eager and cooperative."""
+        cooperative = is_cooperative(version)
+        if self._assignor is None or self._assignor_cooperative != cooperative:
+            self._assignor = (
+                IncrementalCooperativeAssignor(self._max_delay_ms, self._identity_aware)
+                if cooperative
+                else EagerAssignor()
+            )
+            self._assignor_cooperative = cooperative
+        return self._assignor
+
+
+def _unplaced(
+    configured: Allocation,
+    members: Mapping[str, Subscription],
+    assignments: Mapping[str, Assignment],
+) -> Allocation:
+    kept = EMPTY_ALLOCATION
+    for member, sub in members.items():
+        answer = assignments.get(member)
+        revoked = answer.revoked if answer is not None and answer.version > 0 else sub.allocation
+        kept = kept.union(sub.allocation.minus(revoked))
+    for answer in assignments.values():
+        kept = kept.union(answer.assigned)
+    return configured.minus(kept)

@@ -1,0 +1,253 @@
+"""One member's side of Kafka's group membership protocol, over aiokafka's client.
+
+Kafka Connect's workers are not consumers: they use the group coordinator only to agree
+on a leader and a generation, and put their own protocol in the member metadata. So this
+drives JoinGroup/SyncGroup/Heartbeat/LeaveGroup directly, with protocol type `connect`
+and one protocol name (versions are negotiated inside the metadata, see `protocol/`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
+from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.protocol.group import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+)
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_TYPE = "connect"
+
+NONE = 0
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+UNKNOWN_MEMBER_ID = 25
+REBALANCE_IN_PROGRESS = 27
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+
+COORDINATOR_GONE = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+
+
+class MembershipError(RuntimeError):
+    """A membership failure that retrying cannot fix (a configuration problem)."""
+
+
+class CoordinatorUnavailable(ConnectionError):
+    """The group coordinator could not be reached; the caller decides how long to keep trying."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The outcome of one join + sync round, as seen by this member."""
+
+    generation: int
+    member_id: str
+    leader_id: str
+    assignment: bytes
+
+    @property
+    def is_leader(self) -> bool:
+        return self.member_id == self.leader_id
+
+
+@dataclass(frozen=True)
+class JoinedMembers:
+    """What the leader learns from JoinGroup: every member's id and raw metadata."""
+
+    generation: int
+    leader_id: str
+    metadata: Mapping[str, bytes]
+    instance_ids: Mapping[str, str | None]
+
+
+LeaderCallback = Callable[[JoinedMembers], Awaitable[Mapping[str, bytes]]]
+"""The leader's assignment step: raw metadata in, raw assignment per member out."""
+
+
+class HeartbeatOutcome(Enum):
+    OK = "ok"
+    REJOIN = "rejoin"
+    """A rebalance started: rejoin, keeping cooperative work running."""
+    MEMBER_LOST = "member-lost"
+    """The coordinator no longer knows this generation or member: the work is no longer ours."""
+
+
+class GroupMember:
+    """Joins one group as one member; the caller owns the loop and when to call what."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        group_id: str,
+        protocol_name: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        instance_id: str | None = None,
+        retry_backoff_s: float = 0.5,
+    ) -> None:
+        self._group_id = group_id
+        self._protocol_name = protocol_name
+        self._session_timeout_ms = session_timeout_ms
+        self._rebalance_timeout_ms = rebalance_timeout_ms
+        self._instance_id = instance_id
+        self._retry_backoff_s = retry_backoff_s
+        self._client = AIOKafkaClient(
+            bootstrap_servers=bootstrap_servers,
+            request_timeout_ms=rebalance_timeout_ms + 5000,
+            client_id=f"sparkherd-{group_id}",
+        )
+        self._coordinator: int | None = None
+        self.member_id = ""
+        self.generation = -1
+
+    async def start(self) -> None:
+        try:
+            await self._client.bootstrap()
+        except KafkaConnectionError as exc:
+            await self._client.close()
+            raise CoordinatorUnavailable(str(exc)) from exc
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def join(
+        self,
+        metadata: bytes,
+        on_leader: LeaderCallback,
+        on_leader_sync_failed: Callable[[], None] = lambda: None,
+    ) -> Generation:
+        """Join (or rejoin) the group and return this member's assignment for the new generation.
+
+        Retries what the coordinator answers as transient (member id required, rebalance
+        in progress, coordinator moved). A lost connection raises `CoordinatorUnavailable`
+        so the caller can decide when its work must be fenced; configuration errors raise
+        `MembershipError`.
+        """
+        while True:
+            members = await self._join_round(metadata)
+            if members is None:
+                continue
+            assignments: Mapping[str, bytes] = {}
+            if members.leader_id == self.member_id:
+                assignments = await on_leader(members)
+            assignment = await self._sync_round(members.generation, assignments)
+            if assignment is None and members.leader_id == self.member_id:
+                on_leader_sync_failed()
+            if assignment is not None:
+                self.generation = members.generation
+                return Generation(members.generation, self.member_id, members.leader_id, assignment)
+
+    async def heartbeat(self) -> HeartbeatOutcome:
+        try:
+            response = await self._send(
+                HeartbeatRequest(self._group_id, self.generation, self.member_id)
+            )
+        except CoordinatorUnavailable:
+            return HeartbeatOutcome.REJOIN
+        code = response.error_code
+        if code == NONE:
+            return HeartbeatOutcome.OK
+        if code == REBALANCE_IN_PROGRESS or code in COORDINATOR_GONE:
+            return HeartbeatOutcome.REJOIN
+        if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID):
+            if code == UNKNOWN_MEMBER_ID:
+                self.member_id = ""
+            return HeartbeatOutcome.MEMBER_LOST
+        log.warning("heartbeat answered error %d; rejoining", code)
+        return HeartbeatOutcome.REJOIN
+
+    async def leave(self) -> None:
+        """Leave the group now so the others rebalance without waiting for our session to expire."""
+        if not self.member_id:
+            return
+        try:
+            await self._send(LeaveGroupRequest(self._group_id, self.member_id))
+        except (CoordinatorUnavailable, KafkaError) as exc:
+            log.warning("could not leave the group cleanly: %s", exc)
+        self.member_id = ""
+        self.generation = -1
+
+    async def _join_round(self, metadata: bytes) -> JoinedMembers | None:
+        request = JoinGroupRequest(
+            self._group_id,
+            self._session_timeout_ms,
+            self._rebalance_timeout_ms,
+            self.member_id,
+            self._instance_id,
+            PROTOCOL_TYPE,
+            [(self._protocol_name, metadata)],
+        )
+        response = await self._send(request)
+        code = response.error_code
+        if code == NONE:
+            self.member_id = response.member_id
+            return JoinedMembers(
+                generation=response.generation_id,
+                leader_id=response.leader_id,
+                metadata={m[0]: m[-1] for m in response.members},
+                instance_ids={m[0]: (m[1] if len(m) > 2 else None) for m in response.members},
+            )
+        if code == MEMBER_ID_REQUIRED:
+            self.member_id = response.member_id
+        elif code == UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+        elif code == INCONSISTENT_GROUP_PROTOCOL:
+            raise MembershipError(
+                f"group {self._group_id!r} runs a different protocol than {self._protocol_name!r}"
+                f" ({PROTOCOL_TYPE}); is another application using this group.id?"
+            )
+        elif code == FENCED_INSTANCE_ID:
+            raise MembershipError(
+                f"group.instance.id {self._instance_id!r} is in use by another running worker"
+            )
+        else:
+            self._on_error(code, "JoinGroup")
+            await asyncio.sleep(self._retry_backoff_s)
+        return None
+
+    async def _sync_round(self, generation: int, assignments: Mapping[str, bytes]) -> bytes | None:
+        request = SyncGroupRequest(
+            self._group_id, generation, self.member_id, self._instance_id, list(assignments.items())
+        )
+        response = await self._send(request)
+        code = response.error_code
+        if code == NONE:
+            return bytes(response.member_assignment)
+        if code == UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+        self._on_error(code, "SyncGroup")
+        return None
+
+    def _on_error(self, code: int, what: str) -> None:
+        if code in COORDINATOR_GONE:
+            self._coordinator = None
+        log.info("%s answered error %d; retrying", what, code)
+
+    async def _send(self, request: object) -> Any:
+        """Send to the coordinator (found first); connection faults -> CoordinatorUnavailable."""
+        try:
+            if self._coordinator is None:
+                self._coordinator = await self._client.coordinator_lookup(
+                    CoordinationType.GROUP, self._group_id
+                )
+            return await self._client.send(
+                self._coordinator, request, group=ConnectionGroup.COORDINATION
+            )
+        except KafkaError as exc:
+            self._coordinator = None
+            await asyncio.sleep(self._retry_backoff_s)
+            raise CoordinatorUnavailable(f"group coordinator unreachable: {exc}") from exc

@@ -1,0 +1,38 @@
+"""What the herder needs from whatever executes tasks: the one seam between herder and worker."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from protocol.messages import ConnectorTaskId
+
+
+class TaskRuntime(Protocol):
+    """Starts and stops tasks; reports their states through the callback it was built with."""
+
+    async def start_task(
+        self,
+        task_id: ConnectorTaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+    ) -> None: ...
+
+    async def stop_task(self, task_id: ConnectorTaskId) -> None: ...
+
+    async def stop_all(self) -> None: ...
+
+    def running(self) -> set[ConnectorTaskId]: ...
+
+
+class ConnectorPlugins(Protocol):
+    """The connector-level operations the herder delegates to the plugins.
+
+    `validate` raises `ValueError` (or a subclass) whose message names the offending key.
+    """
+
+    def validate(self, config: Mapping[str, str]) -> None: ...
+
+    def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]: ...
+
+    def connector_type(self, config: Mapping[str, str]) -> str: ...

@@ -1,0 +1,213 @@
+"""The Kafka-Connect-compatible REST API: same paths, bodies, status codes and error shape."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from importlib.metadata import version as package_version
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from herder.herder import (
+    ConnectorExists,
+    ConnectorNotFound,
+    ConnectorView,
+    DistributedHerder,
+    HerderError,
+    InvalidConnectorConfig,
+    NotLeader,
+)
+from protocol.messages import ConnectorTaskId
+from rest.errors import error_response
+from rest.forwarding import FORWARDED_HEADER, forward_to_leader
+from rest.models import (
+    ClusterBody,
+    ConnectorInfoBody,
+    ConnectorStateBody,
+    ConnectorStatusBody,
+    CreateConnectorRequest,
+    ErrorBody,
+    HealthBody,
+    ServerInfoBody,
+    TaskIdBody,
+    TaskStateBody,
+    WorkerBody,
+    check_connector_name,
+)
+
+log = logging.getLogger(__name__)
+
+ERROR_STATUS: dict[type[HerderError], int] = {
+    ConnectorNotFound: 404,
+    ConnectorExists: 409,
+    InvalidConnectorConfig: 400,
+    NotLeader: 409,
+}
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (400, 404, 409, 500)
+}
+
+
+def create_app(
+    herder: DistributedHerder, cluster_id: Callable[[], str | None], commit: str
+) -> FastAPI:
+    app = FastAPI(title="sparkherd", version=package_version("sparkherd"))
+
+    @app.exception_handler(HerderError)
+    async def _herder_error(request: Request, exc: HerderError) -> Response:
+        if (
+            isinstance(exc, NotLeader)
+            and exc.leader_url is not None
+            and FORWARDED_HEADER not in request.headers
+        ):
+            return await forward_to_leader(request, exc.leader_url)
+        return error_response(ERROR_STATUS.get(type(exc), 500), str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(400, _describe_validation_error(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        return error_response(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def _internal_error(request: Request, exc: Exception) -> Response:
+        log.exception("internal error serving %s %s", request.method, request.url.path)
+        return error_response(500, f"internal error: {exc}")
+
+    @app.get("/", response_model=ServerInfoBody)
+    async def server_info() -> ServerInfoBody:
+        return ServerInfoBody(
+            version=package_version("sparkherd"), commit=commit, kafka_cluster_id=cluster_id()
+        )
+
+    @app.get("/health", response_model=HealthBody, responses={503: {"model": HealthBody}})
+    async def health() -> Response:
+        """KIP-1017: 200 once the worker has joined the group and read its configs."""
+        if herder.ready:
+            body = HealthBody(
+                status="healthy",
+                message="Worker has completed startup and is ready to handle requests.",
+            )
+            return JSONResponse(body.model_dump())
+        body = HealthBody(
+            status="starting", message="Worker is still joining the group and reading its configs."
+        )
+        return JSONResponse(body.model_dump(), status_code=503)
+
+    @app.get("/connectors", response_model=list[str])
+    async def list_connectors() -> list[str]:
+        return herder.connector_names()
+
+    @app.post("/connectors", status_code=201, response_model=ConnectorInfoBody, responses=ERRORS)
+    async def create_connector(
+        body: CreateConnectorRequest, response: Response
+    ) -> ConnectorInfoBody:
+        view = await herder.create_connector(body.name, body.string_config())
+        response.headers["Location"] = f"/connectors/{body.name}"
+        return _info(view)
+
+    @app.get("/connectors/{name}", response_model=ConnectorInfoBody, responses=ERRORS)
+    async def get_connector(name: str) -> ConnectorInfoBody:
+        return _info(herder.connector(name))
+
+    @app.get("/connectors/{name}/config", response_model=dict[str, str], responses=ERRORS)
+    async def get_connector_config(name: str) -> dict[str, str]:
+        return dict(herder.connector(name).config)
+
+    @app.get("/connectors/{name}/status", response_model=ConnectorStatusBody, responses=ERRORS)
+    async def get_connector_status(name: str) -> ConnectorStatusBody:
+        view = herder.connector(name)
+        connector = herder.statuses.connector(name)
+        return ConnectorStatusBody(
+            name=name,
+            connector=ConnectorStateBody(
+                state=connector.state if connector else "UNASSIGNED",
+                worker_id=connector.worker_id if connector else None,
+                trace=connector.trace if connector else None,
+            ),
+            tasks=[_task_state(herder, task) for task in view.tasks],
+            type=view.type,
+        )
+
+    @app.delete("/connectors/{name}", status_code=204, responses=ERRORS)
+    async def delete_connector(name: str) -> Response:
+        await herder.delete_connector(name)
+        return Response(status_code=204)
+
+    @app.get("/workers", response_model=ClusterBody)
+    async def workers() -> ClusterBody:
+        """Extension: this worker's view of the group and of who runs what."""
+        view = herder.cluster_view()
+        return ClusterBody(
+            leader=view.leader_url,
+            generation=view.generation,
+            protocol_version=view.protocol_version,
+            scheduled_rebalance_ms=view.scheduled_rebalance_ms,
+            workers=[
+                WorkerBody(
+                    id=worker,
+                    url=f"http://{worker}",
+                    connectors=sorted(allocation.connectors),
+                    tasks=[str(task) for task in sorted(allocation.tasks)],
+                )
+                for worker, allocation in sorted(view.workers.items())
+            ],
+        )
+
+    _guard_names(app)
+    return app
+
+
+def _guard_names(app: FastAPI) -> None:
+    """Answer 400 for connector names that could never have been created (e.g. '..')."""
+
+    @app.middleware("http")
+    async def _check_name(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        parts = request.url.path.split("/")
+        if len(parts) > 2 and parts[1] == "connectors" and parts[2]:
+            try:
+                check_connector_name(parts[2])
+            except ValueError as exc:
+                return error_response(400, str(exc))
+        return await call_next(request)
+
+
+def _info(view: ConnectorView) -> ConnectorInfoBody:
+    return ConnectorInfoBody(
+        name=view.name,
+        config=dict(view.config),
+        tasks=[TaskIdBody(connector=t.connector, task=t.task) for t in view.tasks],
+        type=view.type,
+    )
+
+
+def _task_state(herder: DistributedHerder, task: ConnectorTaskId) -> TaskStateBody:
+    status = herder.statuses.task(task)
+    if status is None:
+        return TaskStateBody(id=task.task, state="UNASSIGNED", worker_id=None)
+    return TaskStateBody(
+        id=task.task,
+        state=status.state,
+        worker_id=status.worker_id,
+        trace=status.trace,
+        started_at=status.started_at,
+    )
+
+
+def _describe_validation_error(exc: RequestValidationError) -> str:
+    """One readable line naming the first offending field, e.g. `config.tasks.max: ...`."""
+    problems = []
+    for error in exc.errors():
+        location = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+        message = str(error.get("msg", "invalid value"))
+        problems.append(f"{location}: {message}" if location else message)
+    return "Invalid request: " + "; ".join(problems)

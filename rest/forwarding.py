@@ -1,0 +1,41 @@
+"""Server-side forwarding of leader-only writes, as Kafka Connect's followers do.
+
+A follower that receives a write replays the request against the leader's advertised URL
+and relays the answer. The forwarded copy is marked, so it is never forwarded again: a
+request makes at most two hops even while leadership moves.
+"""
+
+from __future__ import annotations
+
+import httpx
+from fastapi import Request, Response
+
+from rest.errors import error_response
+
+FORWARDED_HEADER = "x-sparkherd-forwarded"
+FORWARD_TIMEOUT_S = 30.0
+
+
+async def forward_to_leader(request: Request, leader_url: str) -> Response:
+    target = leader_url.rstrip("/") + request.url.path
+    headers = {
+        key: value
+        for key, value in request.headers.items()
+        if key.lower() in ("content-type", "accept", "authorization")
+    }
+    headers[FORWARDED_HEADER] = "1"
+    try:
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
+            answer = await client.request(
+                request.method,
+                target,
+                params=request.query_params,
+                content=await request.body(),
+                headers=headers,
+            )
+    except httpx.HTTPError as exc:
+        return error_response(
+            409, f"could not forward the request to the leader at {leader_url}: {exc}"
+        )
+    relayed = {k: v for k, v in answer.headers.items() if k.lower() in ("content-type", "location")}
+    return Response(status_code=answer.status_code, content=answer.content, headers=relayed)

@@ -1,0 +1,78 @@
+"""Group membership against the real broker: join, sync, heartbeat, leave."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import pytest
+
+from herder.membership import (
+    CoordinatorUnavailable,
+    GroupMember,
+    HeartbeatOutcome,
+    JoinedMembers,
+)
+from protocol import PROTOCOL_NAME
+from tests.support.processes import free_port
+from worker.embedded_broker import EmbeddedBroker
+
+pytestmark = pytest.mark.integration
+
+
+def member(broker: EmbeddedBroker, group: str) -> GroupMember:
+    return GroupMember(
+        broker.bootstrap_servers,
+        group,
+        PROTOCOL_NAME,
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=15_000,
+    )
+
+
+async def echo_leader(members: JoinedMembers) -> Mapping[str, bytes]:
+    """Tell every member which metadata the leader saw from whom."""
+    seen = b",".join(sorted(members.metadata.values()))
+    return {member_id: seen for member_id in members.metadata}
+
+
+async def test_two_members_share_a_generation_and_rebalance_on_leave(
+    broker: EmbeddedBroker,
+) -> None:
+    group = f"membership-{free_port()}"
+    first, second = member(broker, group), member(broker, group)
+    await first.start()
+    await second.start()
+    try:
+        one, two = await asyncio.gather(
+            first.join(b"first", echo_leader), second.join(b"second", echo_leader)
+        )
+        assert one.generation == two.generation
+        assert one.leader_id == two.leader_id
+        assert one.is_leader != two.is_leader
+        assert one.assignment == two.assignment == b"first,second"
+        assert await first.heartbeat() is HeartbeatOutcome.OK
+
+        await second.leave()
+        outcomes = [await first.heartbeat() for _ in range(3)]
+        assert HeartbeatOutcome.REJOIN in outcomes
+
+        alone = await first.join(b"first-again", echo_leader)
+        assert alone.is_leader
+        assert alone.generation > one.generation
+        assert alone.assignment == b"first-again"
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_unreachable_broker_raises_coordinator_unavailable() -> None:
+    lonely = GroupMember(
+        f"127.0.0.1:{free_port()}",
+        "nobody",
+        PROTOCOL_NAME,
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=15_000,
+    )
+    with pytest.raises(CoordinatorUnavailable):
+        await lonely.start()

@@ -1,0 +1,294 @@
+"""The walking skeleton end to end: real broker, real worker processes, real Spark."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.file_sink import committed_column
+from tests.support.processes import WorkerProcess, free_port, wait_until
+from worker.embedded_broker import EmbeddedBroker, port_is_open
+
+pytestmark = pytest.mark.integration
+
+
+def generator(output: Path, tasks: int = 2, rate: int = 20) -> dict[str, str]:
+    return {
+        "connector.class": "generator",
+        "tasks.max": str(tasks),
+        "rows.per.second": str(rate),
+        "output.path": str(output),
+    }
+
+
+def task_states(url: str, name: str) -> list[str]:
+    body = httpx.get(f"{url}/connectors/{name}/status", timeout=5).json()
+    return [task["state"] for task in body["tasks"]]
+
+
+def all_running(url: str, name: str, count: int) -> bool:
+    return task_states(url, name) == ["RUNNING"] * count
+
+
+def parquet_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.parquet")) if directory.exists() else []
+
+
+def read_seqs(directory: Path) -> list[int]:
+    return committed_column(directory, "seq")
+
+
+def assert_exactly_once(seqs: list[int]) -> None:
+    assert seqs, "no rows written"
+    assert seqs == list(range(len(seqs))), (
+        f"gap or duplicate: {len(seqs)} rows, {len(set(seqs))} distinct, max {max(seqs)}"
+    )
+
+
+@pytest.fixture
+def worker(broker: EmbeddedBroker, tmp_path: Path, logs_dir: Path) -> Iterator[WorkerProcess]:
+    process = WorkerProcess(
+        "worker-0",
+        broker.bootstrap_servers,
+        tmp_path / "checkpoints",
+        logs_dir,
+        extra=[f"group.id=single-{free_port()}"],
+    ).start()
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        process.kill()
+
+
+def test_rest_answers_like_kafka_connect(worker: WorkerProcess, tmp_path: Path) -> None:
+    url = worker.url
+    info = httpx.get(f"{url}/", timeout=5).json()
+    assert set(info) == {"version", "commit", "kafka_cluster_id"}
+    assert httpx.get(f"{url}/connectors", timeout=5).json() == []
+
+    missing = httpx.get(f"{url}/connectors/nope", timeout=5)
+    assert missing.status_code == 404
+    assert missing.json() == {"error_code": 404, "message": "Connector nope not found"}
+
+    unknown = httpx.post(
+        f"{url}/connectors",
+        json={"name": "x", "config": {"connector.class": "NoSuchConnector"}},
+        timeout=10,
+    )
+    assert unknown.status_code == 400
+    assert "NoSuchConnector" in unknown.json()["message"]
+
+    no_output = httpx.post(
+        f"{url}/connectors",
+        json={"name": "x", "config": {"connector.class": "generator"}},
+        timeout=10,
+    )
+    assert no_output.status_code == 400
+    assert "output.path" in no_output.json()["message"]
+
+    malformed = httpx.post(
+        f"{url}/connectors",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+        timeout=5,
+    )
+    assert malformed.status_code == 400
+    assert malformed.json()["error_code"] == 400
+
+    traversal = httpx.get(f"{url}/connectors/..%2Fetc", timeout=5)
+    assert traversal.status_code in (400, 404)
+    assert httpx.get(f"{url}/connectors", timeout=5).json() == []
+
+
+def test_generator_runs_and_delete_stops_it(worker: WorkerProcess, tmp_path: Path) -> None:
+    url, output = worker.url, tmp_path / "out"
+    created = httpx.post(
+        f"{url}/connectors", json={"name": "gen", "config": generator(output)}, timeout=30
+    )
+    assert created.status_code == 201, created.text
+    assert created.headers["location"] == "/connectors/gen"
+    assert created.json()["name"] == "gen"
+
+    duplicate = httpx.post(
+        f"{url}/connectors", json={"name": "gen", "config": generator(output)}, timeout=30
+    )
+    assert duplicate.status_code == 409
+
+    wait_until(lambda: all_running(url, "gen", 2), 120, what="both tasks RUNNING")
+    status = httpx.get(f"{url}/connectors/gen/status", timeout=5).json()
+    assert status["connector"]["state"] == "RUNNING"
+    assert status["type"] == "source"
+    assert all(t["worker_id"] == status["connector"]["worker_id"] for t in status["tasks"])
+    assert all(t["started_at"] for t in status["tasks"])
+    for task in (0, 1):
+        wait_until(
+            lambda t=task: parquet_files(output / f"task-{t}"), 60, what=f"task-{task} files"
+        )
+
+    assert httpx.delete(f"{url}/connectors/gen", timeout=30).status_code == 204
+    assert httpx.get(f"{url}/connectors/gen", timeout=5).status_code == 404
+    wait_until(lambda: not _still_writing(output), 60, what="writes to stop")
+    settled = {task: len(parquet_files(output / f"task-{task}")) for task in (0, 1)}
+    time.sleep(4)
+    assert {task: len(parquet_files(output / f"task-{task}")) for task in (0, 1)} == settled
+    for task in (0, 1):
+        assert_exactly_once(read_seqs(output / f"task-{task}"))
+
+
+def _still_writing(output: Path, window_s: float = 3.0) -> bool:
+    before = {t: len(parquet_files(output / f"task-{t}")) for t in (0, 1)}
+    time.sleep(window_s)
+    return before != {t: len(parquet_files(output / f"task-{t}")) for t in (0, 1)}
+
+
+def test_killed_worker_resumes_from_checkpoints(
+    broker: EmbeddedBroker, tmp_path: Path, logs_dir: Path
+) -> None:
+    output = tmp_path / "out"
+    group = [f"group.id=resume-{free_port()}"]
+    first = WorkerProcess("first", broker.bootstrap_servers, tmp_path / "ck", logs_dir, group)
+    second: WorkerProcess | None = None
+    try:
+        first.start().wait_ready()
+        response = httpx.post(
+            f"{first.url}/connectors", json={"name": "gen", "config": generator(output)}, timeout=30
+        )
+        assert response.status_code == 201, response.text
+        wait_until(lambda: all_running(first.url, "gen", 2), 120, what="tasks RUNNING")
+        wait_until(lambda: len(read_seqs(output / "task-0")) >= 40, 60, what="first rows")
+        first.signal(signal.SIGKILL)
+        first.process.wait()  # type: ignore[union-attr]
+        before = {t: len(read_seqs(output / f"task-{t}")) for t in (0, 1)}
+
+        second = WorkerProcess(
+            "second",
+            broker.bootstrap_servers,
+            tmp_path / "ck",
+            logs_dir,
+            group,
+            rest_port=first.rest_port,
+        ).start()
+        second.wait_ready()
+        wait_until(
+            lambda: all(len(read_seqs(output / f"task-{t}")) > before[t] + 40 for t in (0, 1)),
+            120,
+            what="the restarted worker to continue both tasks",
+        )
+        for task in (0, 1):
+            assert_exactly_once(read_seqs(output / f"task-{task}"))
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+
+
+def test_unreachable_broker_fails_with_one_clear_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "worker.cli",
+            "worker",
+            "--set",
+            f"bootstrap.servers=127.0.0.1:{free_port()}",
+            "--set",
+            f"rest.port={free_port()}",
+            "--set",
+            f"checkpoint.root={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("sparkherd: cannot reach Kafka"), result.stderr
+
+
+def test_invalid_config_fails_with_one_clear_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "worker", "--set", "rest.port=abc"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "rest.port" in result.stderr.strip().splitlines()[-1]
+
+
+def test_up_runs_broker_and_worker_in_one_command(tmp_path: Path, logs_dir: Path) -> None:
+    rest_port, broker_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{rest_port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
+    with open(logs_dir / "up.log", "wb") as log:
+        up = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worker.cli",
+                "up",
+                "--rest-port",
+                str(rest_port),
+                "--broker-port",
+                str(broker_port),
+                "--data-dir",
+                str(tmp_path / "data"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        wait_until(
+            lambda: httpx.get(f"{url}/health", timeout=2).status_code == 200,
+            90,
+            what="REST of `sparkherd up`",
+        )
+        response = httpx.post(
+            f"{url}/connectors",
+            json={"name": "demo", "config": generator(tmp_path / "out", tasks=1)},
+            timeout=30,
+        )
+        assert response.status_code == 201, response.text
+        wait_until(lambda: all_running(url, "demo", 1), 120, what="demo task RUNNING")
+        os.killpg(up.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        assert up.wait(60) == 0
+    finally:
+        if up.poll() is None:
+            os.killpg(up.pid, signal.SIGKILL)
+            up.wait()
+    assert (tmp_path / "data" / "checkpoints" / "demo" / "task-0" / "offsets").is_dir()
+    assert not port_is_open("127.0.0.1", broker_port), "`up` left its broker running"
+
+
+def test_broker_command_runs_in_foreground_and_stops_on_sigterm() -> None:
+    port = free_port()
+    broker = subprocess.Popen(
+        [sys.executable, "-m", "worker.cli", "broker", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: port_is_open("127.0.0.1", port), 30, what="broker port")
+        broker.send_signal(signal.SIGTERM)
+        assert broker.wait(30) == 0
+        assert not port_is_open("127.0.0.1", port)
+    finally:
+        if broker.poll() is None:
+            os.killpg(broker.pid, signal.SIGKILL)
+            broker.wait()

@@ -1,0 +1,148 @@
+"""A cluster of real worker processes on loopback, and what the tests read from it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.processes import WorkerProcess, free_port, wait_until
+
+
+def generator_config(output: Path, tasks: int, rate: int = 5) -> dict[str, str]:
+    """Slow batches: three Spark drivers share two cores in these tests."""
+    return {
+        "connector.class": "generator",
+        "tasks.max": str(tasks),
+        "rows.per.second": str(rate),
+        "batch.interval.ms": "3000",
+        "output.path": str(output),
+    }
+
+
+@dataclass(frozen=True)
+class TaskView:
+    connector: str
+    task: int
+    state: str
+    worker_id: str | None
+    started_at: str | None
+
+
+@dataclass
+class Cluster:
+    """N workers of one group sharing one checkpoint root, started and always killed."""
+
+    bootstrap_servers: str
+    root: Path
+    size: int
+    settings: Sequence[str] = ()
+    workers: list[WorkerProcess] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        group = [f"group.id=cluster-{free_port()}", *self.settings]
+        for index in range(self.size):
+            self.workers.append(
+                WorkerProcess(
+                    f"worker-{index}",
+                    self.bootstrap_servers,
+                    self.root / "checkpoints",
+                    self.root / "logs",
+                    extra=group,
+                )
+            )
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Cluster]:
+        (self.root / "logs").mkdir(parents=True, exist_ok=True)
+        try:
+            for worker in self.workers:
+                worker.start()
+            for worker in self.workers:
+                worker.wait_ready(120)
+            yield self
+        finally:
+            for worker in self.workers:
+                worker.kill()
+
+    def restart(self, index: int) -> WorkerProcess:
+        """A new process with the same identity (REST port) as worker `index`."""
+        old = self.workers[index]
+        old.kill()
+        new = WorkerProcess(
+            old.name,
+            old.bootstrap_servers,
+            old.checkpoint_root,
+            old.log_dir,
+            extra=old.extra,
+            rest_port=old.rest_port,
+        ).start()
+        self.workers[index] = new
+        return new
+
+    def alive(self) -> list[WorkerProcess]:
+        return [w for w in self.workers if w.process is not None and w.process.poll() is None]
+
+    def url(self) -> str:
+        return self.alive()[0].url
+
+    def create(self, name: str, config: dict[str, str]) -> None:
+        response = httpx.post(
+            f"{self.url()}/connectors", json={"name": name, "config": config}, timeout=60
+        )
+        assert response.status_code == 201, response.text
+
+    def tasks(self) -> list[TaskView]:
+        views = []
+        for name in httpx.get(f"{self.url()}/connectors", timeout=10).json():
+            status = httpx.get(f"{self.url()}/connectors/{name}/status", timeout=10).json()
+            views += [
+                TaskView(name, t["id"], t["state"], t["worker_id"], t.get("started_at"))
+                for t in status["tasks"]
+            ]
+        return views
+
+    def converged(self, expected_tasks: int) -> list[TaskView] | None:
+        """The task views once every task runs on a live worker, else None."""
+        live = {w.url.removeprefix("http://") for w in self.alive()}
+        views = self.tasks()
+        if len(views) == expected_tasks and all(
+            v.state == "RUNNING" and v.worker_id in live for v in views
+        ):
+            return views
+        return None
+
+    def wait_converged(self, expected_tasks: int, timeout_s: float = 180) -> list[TaskView]:
+        result: list[TaskView] = wait_until(
+            lambda: self.converged(expected_tasks), timeout_s, interval_s=1, what="convergence"
+        )
+        return result
+
+    def workers_view(self, index: int = 0) -> dict[str, Any]:
+        body: dict[str, Any] = httpx.get(f"{self.workers[index].url}/workers", timeout=10).json()
+        return body
+
+
+def spread(views: Sequence[TaskView]) -> int:
+    """max - min of the tasks per worker."""
+    counts = Counter(v.worker_id for v in views)
+    return max(counts.values()) - min(counts.values())
+
+
+def spread_per_connector(views: Sequence[TaskView], workers: int) -> int:
+    """The largest max - min of one connector's tasks per worker (workers with none count 0)."""
+    worst = 0
+    for connector in {v.connector for v in views}:
+        counts = Counter(v.worker_id for v in views if v.connector == connector)
+        values = list(counts.values()) + [0] * (workers - len(counts))
+        worst = max(worst, max(values) - min(values))
+    return worst
+
+
+def start_times(views: Sequence[TaskView]) -> dict[tuple[str, int], str | None]:
+    return {(v.connector, v.task): v.started_at for v in views}

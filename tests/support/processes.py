@@ -1,0 +1,133 @@
+"""Real processes for integration tests: a broker and workers on free loopback ports.
+
+Every process is started in its own process group and killed in `finally` blocks, so a
+failing test never leaves a broker, a worker or its Spark JVM behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from worker.embedded_broker import EmbeddedBroker
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_broker(log_dir: Path) -> Iterator[EmbeddedBroker]:
+    broker = EmbeddedBroker(port=free_port(), log_file=log_dir / "broker.log").start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def wait_until(
+    condition: Callable[[], Any], timeout_s: float, interval_s: float = 0.5, what: str = ""
+) -> Any:
+    """Poll `condition` until it returns something truthy; that value. Fails after the timeout."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except (httpx.HTTPError, OSError, KeyError, ValueError) as exc:
+            last_error = exc
+        time.sleep(interval_s)
+    raise AssertionError(
+        f"timed out after {timeout_s}s waiting for {what} (last error: {last_error})"
+    )
+
+
+@dataclass
+class WorkerProcess:
+    """A `sparkherd worker` child process with its own REST port and log file."""
+
+    name: str
+    bootstrap_servers: str
+    checkpoint_root: Path
+    log_dir: Path
+    extra: Sequence[str] = ()
+    rest_port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.rest_port}"
+
+    def command(self) -> list[str]:
+        settings = [
+            f"bootstrap.servers={self.bootstrap_servers}",
+            "rest.host.name=127.0.0.1",
+            f"rest.port={self.rest_port}",
+            f"checkpoint.root={self.checkpoint_root}",
+            "spark.driver.memory=1g",
+            "spark.master=local[2]",
+            "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            *self.extra,
+        ]
+        args = [sys.executable, "-m", "worker.cli", "worker"]
+        for setting in settings:
+            args += ["--set", setting]
+        return args
+
+    def start(self) -> WorkerProcess:
+        log = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
+        self.process = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        log.close()
+        return self
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        wait_until(
+            lambda: httpx.get(f"{self.url}/health", timeout=2).status_code == 200,
+            timeout_s,
+            what=f"{self.name} REST",
+        )
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+
+    def stop(self, grace_s: float = 30.0) -> int | None:
+        """SIGTERM to the worker alone (as Kubernetes does), wait for a clean exit, then
+        SIGKILL whatever is left of its process group (the Spark JVM)."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.kill()
+        return code
+
+    def kill(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def log_text(self) -> str:
+        return (self.log_dir / f"{self.name}.log").read_text(errors="replace")

@@ -1,0 +1,132 @@
+"""The `sparkherd` command: `broker`, `worker` and `up` (broker + one worker, the quick start).
+
+Every failure a user can cause (bad config, unreachable broker, busy port) ends with one
+line on stderr and a non-zero exit code, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from herder.membership import CoordinatorUnavailable, MembershipError
+from worker.config import ConfigError, WorkerConfig, load_worker_config
+from worker.embedded_broker import BrokerStartError, EmbeddedBroker
+from worker.service import ListenError, WorkerService, install_stop_signals
+
+log = logging.getLogger("sparkherd")
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    try:
+        code: int = args.run(args)
+        return code
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except (BrokerStartError, ListenError, MembershipError) as exc:
+        return _fail(str(exc))
+    except CoordinatorUnavailable as exc:
+        return _fail(f"cannot reach Kafka: {exc}")
+    except KeyboardInterrupt:
+        return EXIT_FAILURE
+
+
+def _fail(message: str, code: int = EXIT_FAILURE) -> int:
+    print(f"sparkherd: {message}", file=sys.stderr)
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparkherd", description="Kafka-Connect-style workers running PySpark connectors"
+    )
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    broker = commands.add_parser("broker", help="run the embedded development broker")
+    broker.add_argument("--host", default="127.0.0.1")
+    broker.add_argument("--port", type=int, default=9092)
+    broker.set_defaults(run=_run_broker)
+
+    worker = commands.add_parser("worker", help="run one worker")
+    _add_config_flags(worker)
+    worker.set_defaults(run=_run_worker)
+
+    up = commands.add_parser("up", help="run an embedded broker and one worker (quick start)")
+    up.add_argument("--rest-port", type=int, default=8083)
+    up.add_argument("--broker-port", type=int, default=9092)
+    up.add_argument("--data-dir", type=Path, default=Path(".sparkherd"))
+    _add_config_flags(up)
+    up.set_defaults(run=_run_up)
+    return parser
+
+
+def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="worker .properties file")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key (repeatable; wins over file and environment)",
+    )
+
+
+def _run_broker(args: argparse.Namespace) -> int:
+    broker = EmbeddedBroker(host=args.host, port=args.port).start()
+    log.info("broker listening on %s; Ctrl-C to stop", broker.bootstrap_servers)
+    stop_requested = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop_requested.set())
+    while not stop_requested.wait(0.2):
+        if broker.exited():
+            return _fail(f"broker exited unexpectedly with code {broker.wait()}")
+    broker.stop()
+    log.info("broker stopped")
+    return 0
+
+
+def _run_worker(args: argparse.Namespace) -> int:
+    config = load_worker_config(args.config, os.environ, args.set)
+    asyncio.run(_serve(config))
+    return 0
+
+
+def _run_up(args: argparse.Namespace) -> int:
+    data_dir: Path = args.data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    defaults = [
+        f"bootstrap.servers=127.0.0.1:{args.broker_port}",
+        f"rest.port={args.rest_port}",
+        f"checkpoint.root={data_dir / 'checkpoints'}",
+    ]
+    config = load_worker_config(args.config, os.environ, [*defaults, *args.set])
+    with EmbeddedBroker(port=args.broker_port, log_file=data_dir / "broker.log"):
+        asyncio.run(_serve(config))
+    return 0
+
+
+async def _serve(config: WorkerConfig) -> None:
+    service = WorkerService(config)
+    install_stop_signals(service)
+    await service.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

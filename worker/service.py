@@ -1,0 +1,120 @@
+"""One worker process: the herder, the Spark task runtime and the REST server, wired together.
+
+Shutdown order matters for rolling bounces: tasks are stopped (progress committed) and the
+group is left *before* the REST server goes away, so the next owner of the work can start
+it as soon as the group rebalances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import uvicorn
+
+from herder.herder import DistributedHerder
+from rest.app import create_app
+from worker.config import WorkerConfig
+from worker.connector_plugins import RegistryPlugins
+from worker.connectors import default_registry
+from worker.spark_session import SparkSessionProvider
+from worker.task_runtime import SparkTaskRuntime
+
+log = logging.getLogger(__name__)
+
+
+class ListenError(OSError):
+    """The REST port could not be bound (usually: already in use)."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the worker decides the shutdown order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def bind_rest_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}:{port} for REST: {exc.strerror}") from exc
+    return sock
+
+
+def source_commit() -> str:
+    """The git commit of the running code when run from a checkout, else 'unknown'."""
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class WorkerService:
+    """Builds the worker's parts from its config and runs them until asked to stop."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self._spark = SparkSessionProvider(
+            config.spark_conf, app_name=f"sparkherd-{config.worker_id}"
+        )
+        registry = default_registry()
+        self._runtime = SparkTaskRuntime(
+            session=self._spark,
+            registry=registry,
+            checkpoint_root=config.checkpoint_root,
+            shutdown_timeout_ms=config.task_shutdown_graceful_timeout_ms,
+            on_state_change=lambda task, state, trace: self.herder.on_task_state(
+                task, state, trace
+            ),
+        )
+        self.herder = DistributedHerder(config, self._runtime, RegistryPlugins(registry))
+        self._stop = asyncio.Event()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        sock = bind_rest_socket(self.config.rest_host_name, self.config.rest_port)
+        await self.herder.start()
+        app = create_app(self.herder, lambda: self.herder.cluster_id, source_commit())
+        server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        serving = asyncio.create_task(server.serve(sockets=[sock]), name="rest")
+        herding = asyncio.create_task(self.herder.wait_closed(), name="herder-loop")
+        stopping = asyncio.create_task(self._stop.wait(), name="stop-request")
+        log.info("worker %s serving REST on %s", self.config.worker_id, self.config.rest_url)
+        try:
+            await asyncio.wait({serving, herding, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            log.info("stopping: tasks first, then the group, then REST")
+            await self.herder.stop()
+            server.should_exit = True
+            await asyncio.gather(serving, return_exceptions=True)
+            await asyncio.to_thread(self._spark.stop)
+        for task in (herding, serving):
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+
+def install_stop_signals(service: WorkerService) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, service.request_stop)
