@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+
 class GeneratorSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
