@@ -4,6 +4,13 @@ Beyond Kafka Connect: tasks of each connector are spread evenly (not only totals
 that announces it leaves for good hands its work over at once; a worker that comes back
 under the same identity (instance id, else URL) during the delay gets its own work back
 immediately instead of when the delay expires (`identity_aware=False` keeps KIP-415).
+
+Hand-off of a leaving worker's work is deliberately not done in the same round: the new
+owner would start an item while the leaving worker may still be stopping it (sync
+responses arrive in any order). The leaving worker gets everything revoked with no delay;
+it rejoins at once because it had revocations, which starts the next round at once, and
+there the work, no longer reported by anyone, goes to the owners chosen the round before.
+No wait for `scheduled.rebalance.max.delay.ms`, and no second revocation round.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ class IncrementalCooperativeAssignor:
         return replies
 
     def forget(self) -> None:
+        """Unreported work is then treated as new, except while a known delay still runs."""
         self._memory = self._memory.forgotten()
 
 

@@ -1,0 +1,137 @@
+"""Assignor benchmark: computation time at scale, and what rebalancing costs a running group.
+
+    .venv/bin/python tests/bench/assignor_bench.py [--quick]
+
+1. Time of one assignment round for 10/100/1000 workers x 1k/10k/100k tasks (10 tasks per
+   connector): the first round (everything new), and the round after one more worker
+   joins (revocations for balance). `--quick` skips the 100k-task cases.
+2. A scripted rolling bounce of 10 workers x 500 tasks in the simulator, eager vs
+   cooperative (KIP-415) vs cooperative identity-aware: task stops, rebalance rounds and
+   item downtime (virtual seconds items are configured but not doing work).
+3. The KIP-415 scenario traces under each protocol: items stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from herder.assignor import (
+    Assignor,
+    ClusterSnapshot,
+    EagerAssignor,
+    GroupRound,
+    IncrementalCooperativeAssignor,
+)
+from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment, Subscription
+from tests.simulation.cluster import Costs, SimCluster
+from tests.simulation.kip415 import TRACES
+from tests.simulation.script import run_script
+from tests.simulation.worker import Rebalancing
+
+TASKS_PER_CONNECTOR = 10
+ROLLING_DELAY_MS = 300_000
+
+
+def subscription(member: str, allocation: Allocation = EMPTY_ALLOCATION) -> Subscription:
+    return Subscription(2, 2, member, f"http://{member}:8083", 1, allocation)
+
+
+def timed_round(
+    assignor: Assignor, members: Mapping[str, Subscription], counts: Mapping[str, int], now: int
+) -> tuple[float, dict[str, Assignment]]:
+    leader = min(members)
+    started = time.perf_counter()
+    answers = assignor.assign(
+        GroupRound(now, leader, "", 2, 2, members, ClusterSnapshot(1, counts), now)
+    )
+    return time.perf_counter() - started, answers
+
+
+def assignor_times(workers: int, tasks: int) -> tuple[float, float, float]:
+    counts = {f"c{n:05d}": TASKS_PER_CONNECTOR for n in range(tasks // TASKS_PER_CONNECTOR)}
+    members = {f"w{n:04d}": subscription(f"w{n:04d}") for n in range(workers)}
+    eager, _ = timed_round(EagerAssignor(), members, counts, 0)
+    assignor = IncrementalCooperativeAssignor(ROLLING_DELAY_MS)
+    first, answers = timed_round(assignor, members, counts, 0)
+    members = {m: subscription(m, answers[m].assigned) for m in members}
+    members["joiner"] = subscription("joiner")
+    join, _ = timed_round(assignor, members, counts, 1_000)
+    return eager, first, join
+
+
+def print_assignor_times(quick: bool) -> None:
+    print("1. assignment round time (seconds)")
+    print(f"{'workers':>8} {'tasks':>7} {'eager':>8} {'coop first':>11} {'coop +1 worker':>15}")
+    for tasks in (1_000, 10_000, 100_000):
+        if quick and tasks == 100_000:
+            continue
+        for workers in (10, 100, 1_000):
+            eager, first, join = assignor_times(workers, tasks)
+            print(f"{workers:>8} {tasks:>7} {eager:>8.3f} {first:>11.3f} {join:>15.3f}")
+
+
+def rolling_bounce(rebalancing: Rebalancing) -> Costs:
+    cluster = SimCluster(rebalancing, max_delay_ms=ROLLING_DELAY_MS)
+    setup = "join " + " ".join(f"W{n}" for n in range(1, 11)) + "\n"
+    setup += "".join(f"connector C{n} 50\n" for n in range(10)) + "settle\n"
+    run_script(cluster, setup)
+    before = cluster.costs()
+    bounce = "".join(f"bounce W{n} 20s\nadvance 60s\n" for n in range(1, 11)) + "settle\n"
+    run_script(cluster, bounce)
+    after = cluster.costs()
+    return Costs(
+        stops=after.stops - before.stops,
+        task_stops=after.task_stops - before.task_stops,
+        rebalance_task_stops=after.rebalance_task_stops - before.rebalance_task_stops,
+        starts=after.starts - before.starts,
+        rounds=after.rounds - before.rounds,
+        downtime_s=after.downtime_s - before.downtime_s,
+    )
+
+
+def print_rolling_bounce() -> None:
+    print("\n2. rolling bounce, 10 workers x 500 tasks, 20 s down, 60 s apart,")
+    print(f"   scheduled.rebalance.max.delay.ms={ROLLING_DELAY_MS}")
+    print("   (task stops: all / caused by rebalancing, i.e. not the bounced worker's own)")
+    print(f"{'protocol':>28} {'task stops':>13} {'rounds':>7} {'downtime (item-s)':>18}")
+    for mode in Rebalancing:
+        costs = rolling_bounce(mode)
+        stops = f"{costs.task_stops}/{costs.rebalance_task_stops}"
+        row = f"{stops:>13} {costs.rounds:>7} {costs.downtime_s:>18.1f}"
+        print(f"{mode.value:>28} {row}")
+
+
+def print_traces() -> None:
+    print("\n3. KIP-415 traces: items stopped (restarts) per protocol")
+    modes = list(Rebalancing)
+    print(f"{'trace':>24} " + " ".join(f"{m.value:>28}" for m in modes))
+    for name, script in TRACES.items():
+        stops = []
+        for mode in modes:
+            cluster = SimCluster(mode)
+            run_script(cluster, script)
+            stops.append(cluster.costs().stops)
+        print(f"{name:>24} " + " ".join(f"{s:>28}" for s in stops))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="skip the 100k-task cases")
+    args = parser.parse_args(argv)
+    sections: list[Callable[[], None]] = [
+        lambda: print_assignor_times(args.quick),
+        print_rolling_bounce,
+        print_traces,
+    ]
+    for section in sections:
+        section()
+
+
+if __name__ == "__main__":
+    main()

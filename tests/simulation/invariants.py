@@ -1,0 +1,85 @@
+"""The properties every simulated history must keep.
+
+1. No item runs on two workers at the same instant: checked by the ledger at every start.
+2. Once the group has been quiet for longer than the delay, every configured item runs
+   exactly once and the load is balanced (connectors, tasks, and each connector's tasks
+   differ by at most one between workers): `check_quiet_state`.
+3. A change that does not concern an item never stops it: `StabilityGuard`. While the
+   group is settled, the only change that does not disturb the balance is adding a
+   connector, and it concerns only that connector's items; membership changes,
+   deletions, resizes, config lag and failed syncs may move other items for balance, so
+   they unsettle the group until it is quiet again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from protocol.messages import ConnectorTaskId
+from tests.simulation.config_log import Item
+from tests.simulation.ledger import InvariantViolation, RunLedger, Stop
+
+
+def _spread(values: Iterable[int]) -> int:
+    listed = list(values)
+    return max(listed) - min(listed) if listed else 0
+
+
+def balance_problems(allocations: Mapping[str, set[Item]]) -> list[str]:
+    problems = []
+    loads = list(allocations.values())
+    if _spread(sum(isinstance(i, str) for i in load) for load in loads) > 1:
+        problems.append("connectors per worker differ by more than one")
+    if _spread(sum(not isinstance(i, str) for i in load) for load in loads) > 1:
+        problems.append("tasks per worker differ by more than one")
+    connectors = {i.connector for load in loads for i in load if isinstance(i, ConnectorTaskId)}
+    for connector in sorted(connectors):
+        counts = (
+            sum(isinstance(i, ConnectorTaskId) and i.connector == connector for i in load)
+            for load in loads
+        )
+        if _spread(counts) > 1:
+            problems.append(f"tasks of {connector} per worker differ by more than one")
+    return problems
+
+
+def check_quiet_state(
+    configured: set[Item], ledger: RunLedger, allocations: Mapping[str, set[Item]]
+) -> None:
+    """With no worker left nothing can run, and nothing may."""
+    running = set(ledger.owners)
+    if not allocations:
+        configured = set()
+    if running != configured:
+        missing = sorted(map(str, configured - running))
+        extra = sorted(map(str, running - configured))
+        raise InvariantViolation(
+            f"quiet group: not running {missing}, running unconfigured {extra}"
+        )
+    problems = balance_problems(allocations)
+    if problems:
+        loads = {w: sorted(map(str, items)) for w, items in allocations.items()}
+        raise InvariantViolation(f"quiet group unbalanced: {problems}; {loads}")
+
+
+class StabilityGuard:
+    def __init__(self) -> None:
+        self.settled = False
+        self._concerned: set[Item] = set()
+
+    def disturb(self) -> None:
+        self.settled = False
+
+    def settle(self) -> None:
+        self.settled = True
+        self._concerned = set()
+
+    def concern(self, items: Iterable[Item]) -> None:
+        self._concerned.update(items)
+
+    def check(self, stop: Stop) -> None:
+        if self.settled and stop.cause == "revoked" and stop.item not in self._concerned:
+            raise InvariantViolation(
+                f"t={stop.at_ms}ms: {stop.worker} stopped {stop.item}, "
+                "which the change in progress does not concern"
+            )
