@@ -46,6 +46,9 @@ from worker.task_state import TaskState
 
 log = logging.getLogger(__name__)
 
+CATCH_UP_ATTEMPTS = 3
+"""Failed config catch-ups in a row after which a worker stops its work."""
+FENCE_CHECK_INTERVAL_S = 0.5
 STATUS_FLUSH_TIMEOUT_S = 10.0
 """How long shutdown waits for the last status writes before leaving the group anyway."""
 
@@ -139,6 +142,9 @@ class DistributedHerder:
         self._config_changed = asyncio.Event()
         self._rejoin_at: float | None = None
         self._loop_task: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+        self._catch_up_failures = 0
+        self._fenced = False
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, TaskState, str | None]] = (
             asyncio.Queue()
@@ -187,12 +193,13 @@ class DistributedHerder:
         await self.configs.read_to_end()
         await self.statuses.read_to_end()
         self._status_writer = asyncio.create_task(self._write_statuses(), name="status-writer")
+        self._watchdog = asyncio.create_task(self._fence_when_out_of_touch(), name="watchdog")
         self._loop_task = asyncio.create_task(self._run(), name="herder")
 
     async def stop(self) -> None:
         """Stop every task, record them UNASSIGNED, then leave the group and close."""
         self.ready = False
-        for task in (self._loop_task, self._heartbeat_task):
+        for task in (self._watchdog, self._loop_task, self._heartbeat_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -223,6 +230,7 @@ class DistributedHerder:
         while True:
             self._rejoin.clear()
             self._config_changed.clear()
+            self._fenced = False
             if self._group_version == EAGER_VERSION:
                 await self._stop_work(self.owned)
             try:
@@ -232,11 +240,21 @@ class DistributedHerder:
             except CoordinatorUnavailable as exc:
                 log.warning("%s; retrying", exc)
                 continue
+            except TimeoutError:
+                await self._config_unreadable()
+                continue
             self._generation = generation
+            if self._fenced:
+                log.info("fenced while joining; rejoining to report that I run nothing")
+                self._fenced = False
+                continue
             self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
             try:
                 await self._apply(generation)
+                self._catch_up_failures = 0
                 await self._until_rejoin_needed()
+            except TimeoutError:
+                await self._config_unreadable()
             finally:
                 self._heartbeat_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -361,6 +379,46 @@ class DistributedHerder:
             if self._config_changed.is_set():
                 self._config_changed.clear()
                 await self._on_config_change()
+
+    async def _config_unreadable(self) -> None:
+        """The config topic could not be read to its end in time (Kafka's KAFKA-9849).
+
+        Running on a stale config is worse than running nothing for a while: leave the
+        group so the others are not held up, and after repeated failures stop all work.
+        """
+        self._catch_up_failures += 1
+        self.ready = False
+        log.error(
+            "cannot read the config topic to its end (attempt %d of %d); leaving the group",
+            self._catch_up_failures,
+            CATCH_UP_ATTEMPTS,
+        )
+        await self._member.leave()
+        if self._catch_up_failures >= CATCH_UP_ATTEMPTS:
+            log.error("still behind on the config topic: stopping all work until caught up")
+            await self._stop_work(self.owned)
+        await asyncio.sleep(min(30.0, 2.0**self._catch_up_failures))
+
+    async def _fence_when_out_of_touch(self) -> None:
+        """Stop all work before the coordinator can have given it to another worker.
+
+        A worker that cannot reach the coordinator (or whose rejoin outlasts the rebalance
+        time-out) is no longer a member as far as the group knows; its tasks may already
+        be assigned elsewhere, so it stops them on its own (Kafka's KAFKA-9184).
+        """
+        margin_s = self._config.heartbeat_interval_ms / 1000
+        while True:
+            await asyncio.sleep(FENCE_CHECK_INTERVAL_S)
+            if self._member.must_fence(margin_s) and not self.owned.is_empty():
+                log.warning(
+                    "no answer from the group coordinator in time: fencing myself, "
+                    "stopping %d tasks",
+                    len(self.owned.tasks),
+                )
+                self.ready = False
+                self._fenced = True
+                await self._stop_work(self.owned)
+                self._rejoin.set()
 
     async def _scheduled_rebalance(self) -> None:
         """The delay expired: the leader starts the rebalance that resolves lost work.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -98,6 +99,7 @@ class GroupMember:
         rebalance_timeout_ms: int,
         instance_id: str | None = None,
         retry_backoff_s: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._group_id = group_id
         self._protocol_name = protocol_name
@@ -111,8 +113,26 @@ class GroupMember:
             client_id=f"sparkherd-{group_id}",
         )
         self._coordinator: int | None = None
+        self._clock = clock
+        self._last_response_at = clock()
+        self._join_sent_at: float | None = None
         self.member_id = ""
         self.generation = -1
+
+    def fencing_deadline(self) -> float:
+        """The moment after which the coordinator may have handed this member's work on.
+
+        It evicts a member whose session expires (no answered request for
+        `session.timeout.ms`), or whose JoinGroup has waited longer than
+        `rebalance.timeout.ms`; work must be stopped before then (Kafka's KAFKA-9184).
+        """
+        if self._join_sent_at is not None:
+            return self._join_sent_at + self._rebalance_timeout_ms / 1000
+        return self._last_response_at + self._session_timeout_ms / 1000
+
+    def must_fence(self, margin_s: float) -> bool:
+        """Whether less than `margin_s` is left before `fencing_deadline`."""
+        return self._clock() >= self.fencing_deadline() - margin_s
 
     async def start(self) -> None:
         try:
@@ -138,13 +158,17 @@ class GroupMember:
         `MembershipError`.
         """
         while True:
-            members = await self._join_round(metadata)
-            if members is None:
-                continue
-            assignments: Mapping[str, bytes] = {}
-            if members.leader_id == self.member_id:
-                assignments = await on_leader(members)
-            assignment = await self._sync_round(members.generation, assignments)
+            try:
+                members = await self._join_round(metadata)
+                if members is None:
+                    continue
+                assignments: Mapping[str, bytes] = {}
+                if members.leader_id == self.member_id:
+                    assignments = await on_leader(members)
+                assignment = await self._sync_round(members.generation, assignments)
+            except CoordinatorUnavailable:
+                await asyncio.sleep(self._retry_backoff_s)
+                raise
             if assignment is None and members.leader_id == self.member_id:
                 on_leader_sync_failed()
             if assignment is not None:
@@ -152,11 +176,11 @@ class GroupMember:
                 return Generation(members.generation, self.member_id, members.leader_id, assignment)
 
     async def heartbeat(self) -> HeartbeatOutcome:
+        request = HeartbeatRequest(self._group_id, self.generation, self.member_id)
         try:
-            response = await self._send(
-                HeartbeatRequest(self._group_id, self.generation, self.member_id)
-            )
-        except CoordinatorUnavailable:
+            async with asyncio.timeout(self._session_timeout_ms / 1000):
+                response = await self._send(request)
+        except (CoordinatorUnavailable, TimeoutError):
             return HeartbeatOutcome.REJOIN
         code = response.error_code
         if code == NONE:
@@ -191,7 +215,11 @@ class GroupMember:
             PROTOCOL_TYPE,
             [(self._protocol_name, metadata)],
         )
-        response = await self._send(request)
+        self._join_sent_at = self._clock()
+        try:
+            response = await self._send(request)
+        finally:
+            self._join_sent_at = None
         code = response.error_code
         if code == NONE:
             self.member_id = response.member_id
@@ -244,10 +272,11 @@ class GroupMember:
                 self._coordinator = await self._client.coordinator_lookup(
                     CoordinationType.GROUP, self._group_id
                 )
-            return await self._client.send(
+            response = await self._client.send(
                 self._coordinator, request, group=ConnectionGroup.COORDINATION
             )
         except KafkaError as exc:
             self._coordinator = None
-            await asyncio.sleep(self._retry_backoff_s)
             raise CoordinatorUnavailable(f"group coordinator unreachable: {exc}") from exc
+        self._last_response_at = self._clock()
+        return response

@@ -19,6 +19,7 @@ from pathlib import Path
 from herder.membership import CoordinatorUnavailable, MembershipError
 from worker.config import ConfigError, WorkerConfig, load_worker_config
 from worker.embedded_broker import BrokerStartError, EmbeddedBroker
+from worker.log_setup import configure_logging
 from worker.service import ListenError, WorkerService, install_stop_signals
 
 log = logging.getLogger("sparkherd")
@@ -29,12 +30,7 @@ EXIT_USAGE = 2
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    configure_logging()
     try:
         code: int = args.run(args)
         return code
