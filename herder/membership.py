@@ -116,6 +116,7 @@ class GroupMember:
         self._clock = clock
         self._last_response_at = clock()
         self._join_sent_at: float | None = None
+        self._rebalance_noticed_at: float | None = None
         self.member_id = ""
         self.generation = -1
 
@@ -123,12 +124,15 @@ class GroupMember:
         """The moment after which the coordinator may have handed this member's work on.
 
         It evicts a member whose session expires (no answered request for
-        `session.timeout.ms`), or whose JoinGroup has waited longer than
-        `rebalance.timeout.ms`; work must be stopped before then (Kafka's KAFKA-9184).
+        `session.timeout.ms`); once a rebalance has begun (a JoinGroup on its way, or a
+        heartbeat answered "rebalance in progress"), it waits up to `rebalance.timeout.ms`
+        for the member to join instead. Work must be stopped before then (KAFKA-9184).
         """
-        if self._join_sent_at is not None:
-            return self._join_sent_at + self._rebalance_timeout_ms / 1000
-        return self._last_response_at + self._session_timeout_ms / 1000
+        deadline = self._last_response_at + self._session_timeout_ms / 1000
+        for started in (self._join_sent_at, self._rebalance_noticed_at):
+            if started is not None:
+                deadline = max(deadline, started + self._rebalance_timeout_ms / 1000)
+        return deadline
 
     def must_fence(self, margin_s: float) -> bool:
         """Whether less than `margin_s` is left before `fencing_deadline`."""
@@ -172,6 +176,7 @@ class GroupMember:
             if assignment is None and members.leader_id == self.member_id:
                 on_leader_sync_failed()
             if assignment is not None:
+                self._rebalance_noticed_at = None
                 self.generation = members.generation
                 return Generation(members.generation, self.member_id, members.leader_id, assignment)
 
@@ -185,7 +190,11 @@ class GroupMember:
         code = response.error_code
         if code == NONE:
             return HeartbeatOutcome.OK
-        if code == REBALANCE_IN_PROGRESS or code in COORDINATOR_GONE:
+        if code == REBALANCE_IN_PROGRESS:
+            if self._rebalance_noticed_at is None:
+                self._rebalance_noticed_at = self._clock()
+            return HeartbeatOutcome.REJOIN
+        if code in COORDINATOR_GONE:
             return HeartbeatOutcome.REJOIN
         if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID):
             if code == UNKNOWN_MEMBER_ID:
@@ -223,6 +232,13 @@ class GroupMember:
         code = response.error_code
         if code == NONE:
             self.member_id = response.member_id
+            log.debug(
+                "JoinGroup: generation %d, %d members, leader %s, me %s",
+                response.generation_id,
+                len(response.members),
+                response.leader_id,
+                self.member_id,
+            )
             return JoinedMembers(
                 generation=response.generation_id,
                 leader_id=response.leader_id,

@@ -45,3 +45,14 @@ async def test_a_pending_join_is_bounded_by_the_rebalance_timeout_instead() -> N
     assert not subject.must_fence(margin_s=3.0)
     clock.now = 1059.0
     assert subject.must_fence(margin_s=3.0)
+
+
+async def test_a_rebalance_in_progress_gives_the_member_the_rebalance_timeout_to_rejoin() -> None:
+    clock = FakeClock()
+    subject = member(clock)
+    clock.now = 1005.0
+    subject._rebalance_noticed_at = 1005.0
+    clock.now = 1040.0
+    assert not subject.must_fence(margin_s=3.0)
+    clock.now = 1062.0
+    assert subject.must_fence(margin_s=3.0)
