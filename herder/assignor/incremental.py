@@ -15,11 +15,14 @@ No wait for `scheduled.rebalance.max.delay.ms`, and no second revocation round.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from herder.assignor.eager import EagerAssignor
 from herder.assignor.gc_pause import gc_paused
+from herder.assignor.incarnations import superseded
 from herder.assignor.memory import LeaderMemory
 from herder.assignor.planner import RoundPlanner
-from herder.assignor.replies import config_mismatch, leader_lags
+from herder.assignor.replies import config_mismatch, leader_lags, reply
 from herder.assignor.snapshot import GroupRound
 from protocol.messages import Assignment
 
@@ -53,9 +56,15 @@ class IncrementalCooperativeAssignor:
         if round.version == 0:
             self._memory = LeaderMemory()
             return self._eager.assign(round)
+        dead = superseded(round.members, round.leader_id) if self._identity_aware else set()
+        live = {m: s for m, s in round.members.items() if m not in dead}
         with gc_paused():
-            planner = RoundPlanner(round, self._memory, self._max_delay_ms, self._identity_aware)
+            planner = RoundPlanner(
+                replace(round, members=live), self._memory, self._max_delay_ms, self._identity_aware
+            )
             replies, self._memory = planner.plan()
+        for member in sorted(dead):
+            replies[member] = reply(round, revoked=round.members[member].allocation)
         return replies
 
     def forget(self) -> None:

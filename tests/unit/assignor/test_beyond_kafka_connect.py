@@ -146,3 +146,25 @@ def test_a_version_0_round_is_answered_eagerly() -> None:
     answers = group.step()
     assert sum(len(a.assigned.tasks) for a in answers.values()) == 4
     assert all(a.version == 0 and a.revoked.is_empty() for a in answers.values())
+
+
+def test_a_worker_restarted_before_its_old_member_expired_gets_its_items_back_at_once() -> None:
+    group = group_of({"A": 6, "B": 3}, ["W1", "W2", "W3"])
+    own = group.running["W2"]
+    group.join("W2-again", identity="W2")
+    back = group.step(at_ms=2_000)
+    assert back["W2-again"].assigned == own
+    assert back["W2"].revoked == own
+    assert all(a.delay_ms == 0 for a in back.values())
+    assert all(a.assigned.is_empty() and a.revoked.is_empty() for a in (back["W1"], back["W3"]))
+    group.crash("W2")
+    assert all(a.assigned.is_empty() and a.revoked.is_empty() for a in group.step().values())
+
+
+def test_without_identities_the_dead_member_keeps_its_items_until_it_expires() -> None:
+    group = group_of({"A": 6, "B": 3}, ["W1", "W2", "W3"], identity_aware=False)
+    own = group.running["W2"]
+    group.join("W2-again", identity="W2")
+    back = group.step(at_ms=2_000)
+    assert back["W2"].revoked.is_empty()
+    assert group.running["W2"] == own
