@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from herder.assignor import inherited_deadline
 from herder.config_store import ConfigSnapshot, ConfigStore, TargetState
 from herder.leader import LeaderPlanner
 from herder.membership import (
@@ -35,6 +36,7 @@ from protocol.codec import decode_assignment, encode_subscription
 from protocol.messages import (
     EMPTY_ALLOCATION,
     Allocation,
+    Assignment,
     AssignmentError,
     ConnectorTaskId,
     Subscription,
@@ -134,11 +136,14 @@ class DistributedHerder:
         self._planner: LeaderPlanner | None = None
         self._generation: Generation | None = None
         self._applied_generation = -1
+        self._last_assignment: tuple[Assignment, int] | None = None
+        self._leaving = False
         self.leader_url: str | None = None
         self.owned: Allocation = EMPTY_ALLOCATION
         self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
         self._configured_at_join: Allocation = EMPTY_ALLOCATION
         self._rejoin = asyncio.Event()
+        self._assignment_applied = asyncio.Event()
         self._config_changed = asyncio.Event()
         self._rejoin_at: float | None = None
         self._loop_task: asyncio.Task[None] | None = None
@@ -219,6 +224,26 @@ class DistributedHerder:
         await self.configs.stop()
         await self._member.close()
 
+    async def leave_for_good(self, timeout_s: float) -> bool:
+        """Announce that this worker is going away for good (scale-down); whether it ran
+        nothing any more within `timeout_s`.
+
+        The leader revokes all work of a leaving member at once and places it elsewhere in
+        the next round, so it moves without waiting for `scheduled.rebalance.max.delay.ms`.
+        The worker stays a member, running nothing, until it is stopped.
+        """
+        announced_in = self._applied_generation
+        self._leaving = True
+        self._rejoin.set()
+        try:
+            async with asyncio.timeout(timeout_s):
+                while self._applied_generation <= announced_in or not self.owned.is_empty():
+                    self._assignment_applied.clear()
+                    await self._assignment_applied.wait()
+        except TimeoutError:
+            return False
+        return True
+
     async def wait_closed(self) -> None:
         """Return when the group loop ends (it only ends on a fatal error)."""
         if self._loop_task is not None:
@@ -251,6 +276,8 @@ class DistributedHerder:
             self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
             try:
                 await self._apply(generation)
+                self._assignment_applied.set()
+                await self._restart_reconfigured_tasks(self.configs.snapshot())
                 self._catch_up_failures = 0
                 await self._until_rejoin_needed()
             except TimeoutError:
@@ -272,6 +299,7 @@ class DistributedHerder:
                 config_offset=snapshot.offset,
                 allocation=self.owned,
                 instance_id=self._config.group_instance_id,
+                leaving=self._leaving,
             )
         )
 
@@ -280,9 +308,13 @@ class DistributedHerder:
         await self._reconcile_task_configs()
         await self.configs.read_to_end()
         if self._planner is None:
+            inherited = (
+                inherited_deadline(*self._last_assignment) if self._last_assignment else None
+            )
             self._planner = LeaderPlanner(
                 leader_max_version=self._max_version,
                 max_delay_ms=self._config.scheduled_rebalance_max_delay_ms,
+                inherited_deadline_ms=inherited,
             )
         return self._planner.plan(
             members,
@@ -311,6 +343,7 @@ class DistributedHerder:
             await asyncio.sleep(1)
             self._rejoin.set()
             return
+        self._last_assignment = (assignment, int(self._clock() * 1000))
         self.leader_url = assignment.leader_url or None
         log.info(
             "joined generation %d as %s (v%d): assigned %d, revoked %d, delay %d ms%s",
@@ -446,11 +479,14 @@ class DistributedHerder:
     # -- reacting to config changes --------------------------------------------------------
 
     async def _on_config_change(self) -> None:
-        snapshot = self.configs.snapshot()
+        """New or removed work needs a rebalance first; restarting reconfigured tasks waits
+        until after it, so a worker busy starting Spark queries does not miss the round."""
         if self.is_leader:
             await self._reconcile_task_configs()
+        snapshot = self.configs.snapshot()
         if snapshot.configured() != self._configured_at_join:
             self._rejoin.set()
+            return
         await self._restart_reconfigured_tasks(snapshot)
 
     async def _reconcile_task_configs(self) -> None:

@@ -29,14 +29,23 @@ log = logging.getLogger(__name__)
 
 
 class LeaderPlanner:
-    """Plans every round this worker leads; `forget` when its own sync failed."""
+    """Plans every round this worker leads; `forget` when its own sync failed.
+
+    `inherited_deadline_ms` is a scheduled rebalance this worker learned of as a follower:
+    a new leader keeps waiting for the lost work until then (KIP-415, "leader bounces").
+    """
 
     def __init__(
-        self, leader_max_version: int, max_delay_ms: int, identity_aware: bool = True
+        self,
+        leader_max_version: int,
+        max_delay_ms: int,
+        identity_aware: bool = True,
+        inherited_deadline_ms: int | None = None,
     ) -> None:
         self._leader_max_version = leader_max_version
         self._max_delay_ms = max_delay_ms
         self._identity_aware = identity_aware
+        self._inherited_deadline_ms = inherited_deadline_ms
         self._assignor: Assignor | None = None
         self._assignor_cooperative: bool | None = None
         self.unplaced = EMPTY_ALLOCATION
@@ -84,10 +93,15 @@ class LeaderPlanner:
         cooperative = is_cooperative(version)
         if self._assignor is None or self._assignor_cooperative != cooperative:
             self._assignor = (
-                IncrementalCooperativeAssignor(self._max_delay_ms, self._identity_aware)
+                IncrementalCooperativeAssignor(
+                    self._max_delay_ms,
+                    self._identity_aware,
+                    inherited_deadline_ms=self._inherited_deadline_ms,
+                )
                 if cooperative
                 else EagerAssignor()
             )
+            self._inherited_deadline_ms = None
             self._assignor_cooperative = cooperative
         return self._assignor
 

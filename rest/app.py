@@ -24,6 +24,7 @@ from herder.herder import (
 from protocol.messages import ConnectorTaskId
 from rest.errors import error_response
 from rest.forwarding import FORWARDED_HEADER, forward_to_leader
+from rest.leave_group import leave_group_router
 from rest.models import (
     ClusterBody,
     ConnectorInfoBody,
@@ -161,6 +162,7 @@ def create_app(
             ],
         )
 
+    app.include_router(leave_group_router(herder))
     _guard_names(app)
     return app
 

@@ -70,8 +70,9 @@ class Cluster:
             for worker in self.workers:
                 worker.kill()
 
-    def restart(self, index: int) -> WorkerProcess:
-        """A new process with the same identity (REST port) as worker `index`."""
+    def restart(self, index: int, settings: Sequence[str] = ()) -> WorkerProcess:
+        """A new process with the same identity (REST port) as worker `index`; `settings`
+        override its earlier ones (a changed `connect.protocol`, say)."""
         old = self.workers[index]
         old.kill()
         new = WorkerProcess(
@@ -79,7 +80,7 @@ class Cluster:
             old.bootstrap_servers,
             old.checkpoint_root,
             old.log_dir,
-            extra=old.extra,
+            extra=[*old.extra, *settings],
             rest_port=old.rest_port,
         ).start()
         self.workers[index] = new

@@ -1,0 +1,66 @@
+"""KIP-415's migration plan on a real cluster: an eager cluster becomes cooperative in one
+rolling bounce, with no further configuration change, and one worker switched back to
+eager takes the whole group back to eager."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import Cluster, generator_config, start_times
+from tests.support.file_sink import committed_column
+from tests.support.processes import wait_until
+from worker.embedded_broker import EmbeddedBroker
+
+pytestmark = pytest.mark.integration
+
+EAGER, COOPERATIVE = 0, 2
+
+
+def test_rolling_upgrade_from_eager_to_cooperative_and_back(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    output = tmp_path / "out"
+    cluster = Cluster(
+        broker.bootstrap_servers, tmp_path, size=2, settings=["connect.protocol=eager"]
+    )
+    with cluster.running():
+        cluster.create("alpha", generator_config(output / "alpha", tasks=4))
+        cluster.wait_converged(4)
+        assert cluster.workers_view()["protocol_version"] == EAGER
+
+        for index in reversed(range(2)):
+            assert cluster.workers[index].stop() == 0
+            cluster.restart(index, ["connect.protocol=compatible"]).wait_ready(120)
+        wait_until(
+            lambda: all(
+                cluster.workers_view(i)["protocol_version"] == COOPERATIVE for i in range(2)
+            ),
+            120,
+            what="the group to run the cooperative protocol",
+        )
+        views = cluster.wait_converged(4)
+
+        before = start_times(views)
+        cluster.create("beta", generator_config(output / "beta", tasks=2))
+        views = cluster.wait_converged(6)
+        now = start_times(views)
+        assert all(now[key] == started for key, started in before.items()), (
+            "a cooperative group must not restart running tasks to add a connector"
+        )
+
+        assert cluster.workers[0].stop() == 0
+        cluster.restart(0, ["connect.protocol=eager"]).wait_ready(120)
+        wait_until(
+            lambda: cluster.workers_view(1)["protocol_version"] == EAGER,
+            120,
+            what="one eager worker to take the group back to eager",
+        )
+        cluster.wait_converged(6)
+
+    for connector, tasks in (("alpha", 4), ("beta", 2)):
+        for task in range(tasks):
+            seqs = committed_column(output / connector / f"task-{task}", "seq")
+            assert seqs, f"{connector}-{task} wrote nothing"
+            assert seqs == list(range(len(seqs))), f"{connector}-{task}: gap or duplicate"
