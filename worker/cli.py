@@ -119,6 +119,11 @@ def _run_up(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: WorkerConfig) -> None:
+    if config.ignored_keys:
+        log.info(
+            "ignoring Kafka Connect keys sparkherd has no use for: %s",
+            ", ".join(config.ignored_keys),
+        )
     service = WorkerService(config)
     install_stop_signals(service)
     await service.run()
