@@ -82,9 +82,11 @@ LeaderCallback = Callable[[JoinedMembers], Awaitable[Mapping[str, bytes]]]
 class HeartbeatOutcome(Enum):
     OK = "ok"
     REJOIN = "rejoin"
-    """A rebalance started: rejoin, keeping cooperative work running."""
+    """A rebalance started, or completed without us (a stale generation): rejoin, keeping
+    cooperative work running. The member is still in the group, so its last metadata
+    still claims that work and the leader gives none of it away (as Connect does)."""
     MEMBER_LOST = "member-lost"
-    """The coordinator no longer knows this generation or member: the work is no longer ours."""
+    """The coordinator no longer knows this member: the work is no longer ours."""
 
 
 class GroupMember:
@@ -117,26 +119,28 @@ class GroupMember:
         self._last_response_at = clock()
         self._join_sent_at: float | None = None
         self._rebalance_noticed_at: float | None = None
+        self._unreachable = False
         self.member_id = ""
         self.generation = -1
 
-    def fencing_deadline(self) -> float:
-        """The moment after which the coordinator may have handed this member's work on.
-
-        It evicts a member whose session expires (no answered request for
-        `session.timeout.ms`); once a rebalance has begun (a JoinGroup on its way, or a
-        heartbeat answered "rebalance in progress"), it waits up to `rebalance.timeout.ms`
-        for the member to join instead. Work must be stopped before then (KAFKA-9184).
-        """
-        deadline = self._last_response_at + self._session_timeout_ms / 1000
-        for started in (self._join_sent_at, self._rebalance_noticed_at):
-            if started is not None:
-                deadline = max(deadline, started + self._rebalance_timeout_ms / 1000)
-        return deadline
-
     def must_fence(self, margin_s: float) -> bool:
-        """Whether less than `margin_s` is left before `fencing_deadline`."""
-        return self._clock() >= self.fencing_deadline() - margin_s
+        """Whether the coordinator may hand this member's work on within `margin_s`.
+
+        It evicts a member whose session expires: no answered request for
+        `session.timeout.ms`. Only a coordinator that cannot be reached counts as silent
+        (Connect's KAFKA-9184 rule): a coordinator may hold a request unanswered while a
+        join phase runs, and the heartbeat's own time-out turns a request that never
+        returns into "unreachable". Once a rebalance has begun (a JoinGroup on its way, or
+        a heartbeat answered that one is in progress), the coordinator waits up to
+        `rebalance.timeout.ms` for this member instead.
+        """
+        now = self._clock()
+        if self._unreachable:
+            return now >= self._last_response_at + self._session_timeout_ms / 1000 - margin_s
+        started = self._join_sent_at or self._rebalance_noticed_at
+        if started is not None:
+            return now >= started + self._rebalance_timeout_ms / 1000 - margin_s
+        return False
 
     async def start(self) -> None:
         try:
@@ -185,18 +189,21 @@ class GroupMember:
         try:
             async with asyncio.timeout(self._session_timeout_ms / 1000):
                 response = await self._send(request)
-        except (CoordinatorUnavailable, TimeoutError):
+        except TimeoutError:
+            self._unreachable = True
+            return HeartbeatOutcome.REJOIN
+        except CoordinatorUnavailable:
             return HeartbeatOutcome.REJOIN
         code = response.error_code
         if code == NONE:
             return HeartbeatOutcome.OK
-        if code == REBALANCE_IN_PROGRESS:
+        if code in (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION):
             if self._rebalance_noticed_at is None:
                 self._rebalance_noticed_at = self._clock()
             return HeartbeatOutcome.REJOIN
         if code in COORDINATOR_GONE:
             return HeartbeatOutcome.REJOIN
-        if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID):
+        if code in (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
             if code == UNKNOWN_MEMBER_ID:
                 self.member_id = ""
             return HeartbeatOutcome.MEMBER_LOST
@@ -293,6 +300,8 @@ class GroupMember:
             )
         except KafkaError as exc:
             self._coordinator = None
+            self._unreachable = True
             raise CoordinatorUnavailable(f"group coordinator unreachable: {exc}") from exc
         self._last_response_at = self._clock()
+        self._unreachable = False
         return response
