@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from herder.assignor.eager import EagerAssignor
 from herder.assignor.gc_pause import gc_paused
-from herder.assignor.incarnations import superseded
+from herder.assignor.incarnations import Incarnations
 from herder.assignor.memory import LeaderMemory
 from herder.assignor.planner import RoundPlanner
 from herder.assignor.replies import config_mismatch, leader_lags, reply
@@ -48,6 +48,7 @@ class IncrementalCooperativeAssignor:
         self._max_delay_ms = max_delay_ms
         self._identity_aware = identity_aware
         self._memory = LeaderMemory(deadline_ms=inherited_deadline_ms)
+        self._incarnations = Incarnations()
         self._eager = EagerAssignor()
 
     def assign(self, round: GroupRound) -> dict[str, Assignment]:
@@ -56,7 +57,11 @@ class IncrementalCooperativeAssignor:
         if round.version == 0:
             self._memory = LeaderMemory()
             return self._eager.assign(round)
-        dead = superseded(round.members, round.leader_id) if self._identity_aware else set()
+        dead = (
+            self._incarnations.dead(round.members, round.leader_id, self._memory.identities)
+            if self._identity_aware and self._memory.knows_round
+            else set()
+        )
         live = {m: s for m, s in round.members.items() if m not in dead}
         with gc_paused():
             planner = RoundPlanner(

@@ -157,8 +157,19 @@ def test_a_worker_restarted_before_its_old_member_expired_gets_its_items_back_at
     assert back["W2"].revoked == own
     assert all(a.delay_ms == 0 for a in back.values())
     assert all(a.assigned.is_empty() and a.revoked.is_empty() for a in (back["W1"], back["W3"]))
+    still_listed = group.step(at_ms=4_000)
+    assert all(a.assigned.is_empty() and a.revoked.is_empty() for a in still_listed.values())
     group.crash("W2")
     assert all(a.assigned.is_empty() and a.revoked.is_empty() for a in group.step().values())
+
+
+def test_the_dead_incarnation_is_recognised_even_when_its_stale_metadata_reports_nothing() -> None:
+    group = group_of({"A": 6, "B": 3}, ["W1", "W2", "W3"])
+    own = group.running["W2"]
+    group.join("W2-again", identity="W2")
+    back = group.round(at_ms=2_000, reports={"W2": Allocation()})
+    assert back["W2-again"].assigned == own
+    assert back["W2"].assigned.is_empty()
 
 
 def test_without_identities_the_dead_member_keeps_its_items_until_it_expires() -> None:
