@@ -151,9 +151,7 @@ class DistributedHerder:
         self._catch_up_failures = 0
         self._fenced = False
         self._heartbeat_task: asyncio.Task[None] | None = None
-        self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, TaskState, str | None]] = (
-            asyncio.Queue()
-        )
+        self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
         self._status_writer: asyncio.Task[None] | None = None
         self._started_at: dict[ConnectorTaskId, str] = {}
         self.ready = False
@@ -592,19 +590,24 @@ class DistributedHerder:
     def _report(
         self, item: str | ConnectorTaskId, state: TaskState, trace: str | None = None
     ) -> None:
-        """Queue a status write, unless the connector was deleted (its statuses are gone)."""
+        """Queue a status write, unless the connector was deleted (its statuses are gone).
+
+        The status carries the generation it happened in, not the one current when the
+        write goes out: a stop written late must not outrank the new owner's start.
+        """
         connector = item.connector if isinstance(item, ConnectorTaskId) else item
-        if self.configs.has_connector(connector):
-            self._status_writes.put_nowait((item, state, trace))
+        if not self.configs.has_connector(connector):
+            return
+        started_at = None
+        if isinstance(item, ConnectorTaskId) and state is TaskState.RUNNING:
+            started_at = _iso_now(self._clock())
+        status = Status(state, self.worker_id, self.generation, trace, started_at)
+        self._status_writes.put_nowait((item, status))
 
     async def _write_statuses(self) -> None:
         while True:
-            item, state, trace = await self._status_writes.get()
+            item, status = await self._status_writes.get()
             try:
-                started_at = None
-                if isinstance(item, ConnectorTaskId) and state is TaskState.RUNNING:
-                    started_at = _iso_now(self._clock())
-                status = Status(state, self.worker_id, self.generation, trace, started_at)
                 if isinstance(item, ConnectorTaskId):
                     await self.statuses.put_task(item, status)
                 else:

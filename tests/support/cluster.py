@@ -119,9 +119,13 @@ class Cluster:
         return None
 
     def wait_converged(self, expected_tasks: int, timeout_s: float = 180) -> list[TaskView]:
-        result: list[TaskView] = wait_until(
-            lambda: self.converged(expected_tasks), timeout_s, interval_s=1, what="convergence"
-        )
+        try:
+            result: list[TaskView] = wait_until(
+                lambda: self.converged(expected_tasks), timeout_s, interval_s=1, what="convergence"
+            )
+        except AssertionError as exc:
+            live = [w.url for w in self.alive()]
+            raise AssertionError(f"{exc}; live workers {live}; tasks {self.tasks()}") from None
         return result
 
     def workers_view(self, index: int = 0) -> dict[str, Any]:
