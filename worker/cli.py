@@ -85,11 +85,11 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_broker(args: argparse.Namespace) -> int:
-    broker = EmbeddedBroker(host=args.host, port=args.port).start()
-    log.info("broker listening on %s; Ctrl-C to stop", broker.bootstrap_servers)
     stop_requested = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop_requested.set())
+    broker = EmbeddedBroker(host=args.host, port=args.port).start()
+    log.info("broker listening on %s; Ctrl-C to stop", broker.bootstrap_servers)
     while not stop_requested.wait(0.2):
         if broker.exited():
             return _fail(f"broker exited unexpectedly with code {broker.wait()}")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -129,10 +130,8 @@ def test_generator_runs_and_delete_stops_it(worker: WorkerProcess, tmp_path: Pat
     assert status["type"] == "source"
     assert all(t["worker_id"] == status["connector"]["worker_id"] for t in status["tasks"])
     assert all(t["started_at"] for t in status["tasks"])
-    for task in (0, 1):
-        wait_until(
-            lambda t=task: parquet_files(output / f"task-{t}"), 60, what=f"task-{task} files"
-        )
+    for task_dir in (output / "task-0", output / "task-1"):
+        wait_until(partial(parquet_files, task_dir), 60, what=f"{task_dir.name} files")
 
     assert httpx.delete(f"{url}/connectors/gen", timeout=30).status_code == 204
     assert httpx.get(f"{url}/connectors/gen", timeout=5).status_code == 404
