@@ -45,17 +45,24 @@ class Cluster:
     workers: list[WorkerProcess] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        group = [f"group.id=cluster-{free_port()}", *self.settings]
-        for index in range(self.size):
-            self.workers.append(
-                WorkerProcess(
-                    f"worker-{index}",
-                    self.bootstrap_servers,
-                    self.root / "checkpoints",
-                    self.root / "logs",
-                    extra=group,
-                )
-            )
+        self._group = [f"group.id=cluster-{free_port()}", *self.settings]
+        for _ in range(self.size):
+            self._new_worker()
+
+    def _new_worker(self) -> WorkerProcess:
+        worker = WorkerProcess(
+            f"worker-{len(self.workers)}",
+            self.bootstrap_servers,
+            self.root / "checkpoints",
+            self.root / "logs",
+            extra=self._group,
+        )
+        self.workers.append(worker)
+        return worker
+
+    def add_worker(self) -> WorkerProcess:
+        """One more member of the group, started (a scale-up)."""
+        return self._new_worker().start()
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Cluster]:
