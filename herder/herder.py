@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from herder.assignor import inherited_deadline
 from herder.config_store import ConfigSnapshot, ConfigStore, TargetState
@@ -153,7 +154,7 @@ class DistributedHerder:
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
         self._status_writer: asyncio.Task[None] | None = None
-        self._started_at: dict[ConnectorTaskId, str] = {}
+        self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
         self.ready = False
         self.cluster_id: str | None = None
 
@@ -380,7 +381,7 @@ class DistributedHerder:
         await self._stop_work(revoked)
         if not revoked.is_empty():
             self._rejoin.set()
-        await self._start_work(assigned)
+        self._start_work(assigned)
         if self._planner is not None:
             self._mark_unassigned(self._planner.unplaced)
         self._rejoin_at = (
@@ -507,7 +508,7 @@ class DistributedHerder:
             wanted = snapshot.task_config(task)
             paused = snapshot.target_state(task.connector) is TargetState.PAUSED
             running = task in self._runtime.running()
-            if wanted is None:
+            if wanted is None or task in self._starting:
                 continue
             if paused and running:
                 await self._runtime.stop_task(task)
@@ -519,12 +520,23 @@ class DistributedHerder:
 
     # -- starting and stopping work --------------------------------------------------------
 
-    async def _start_work(self, assigned: Allocation) -> None:
+    def _start_work(self, assigned: Allocation) -> None:
+        """Start in the background: a Spark query can take seconds to start under load, and
+        the group loop must stay free to rejoin the next rebalance meanwhile."""
         snapshot = self.configs.snapshot()
         self.owned = self.owned.union(assigned)
         for connector in sorted(assigned.connectors):
             self._start_connector(connector, snapshot)
-        await asyncio.gather(*(self._start_task(t, snapshot) for t in sorted(assigned.tasks)))
+        for task in sorted(assigned.tasks):
+            starting = asyncio.create_task(self._start_task(task, snapshot), name=f"start-{task}")
+            self._starting[task] = starting
+            starting.add_done_callback(partial(self._started, task))
+
+    def _started(self, task: ConnectorTaskId, done: asyncio.Task[None]) -> None:
+        if self._starting.get(task) is done:
+            del self._starting[task]
+        if not done.cancelled() and done.exception() is not None:
+            log.error("starting task %s failed", task, exc_info=done.exception())
 
     def _start_connector(self, name: str, snapshot: ConfigSnapshot) -> None:
         config = snapshot.connectors.get(name)
@@ -556,6 +568,7 @@ class DistributedHerder:
     async def _stop_work(self, revoked: Allocation) -> None:
         if revoked.is_empty():
             return
+        await asyncio.gather(*(self._starting[t] for t in revoked.tasks if t in self._starting))
         running = self._runtime.running()
         await asyncio.gather(
             *(self._runtime.stop_task(t) for t in sorted(revoked.tasks) if t in running)
