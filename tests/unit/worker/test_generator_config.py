@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
-from worker.connectors import BUILTIN_CONNECTORS
+from worker.connectors import BUILTIN_CONNECTORS, generator
 from worker.connectors.generator import GeneratorConnector, GeneratorSettings
 from worker.plugins import (
     ENTRY_POINT_GROUP,
@@ -46,7 +46,7 @@ class EchoConnector(Connector):
 class Vendor:
     """Another plugin whose simple class name is the built-in generator's."""
 
-    class GeneratorConnector(GeneratorConnector):
+    class GeneratorConnector(generator.GeneratorConnector):
         name = "vendor-generator"
 
 
