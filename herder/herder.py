@@ -137,6 +137,7 @@ class DistributedHerder:
         self._planner: LeaderPlanner | None = None
         self._generation: Generation | None = None
         self._applied_generation = -1
+        self._joined_with = b""
         self._last_assignment: tuple[Assignment, int] | None = None
         self._leaving = False
         self.leader_url: str | None = None
@@ -257,15 +258,18 @@ class DistributedHerder:
             self._fenced = False
             if self._group_version == EAGER_VERSION:
                 await self._stop_work(self.owned)
+            metadata = self._subscription()
             try:
                 generation = await self._member.join(
-                    self._subscription(), self._on_leader, self._forget_leader_round
+                    metadata, self._on_leader, self._forget_leader_round
                 )
             except CoordinatorUnavailable as exc:
                 log.warning("%s; retrying", exc)
                 continue
             except TimeoutError:
                 await self._config_unreadable()
+                continue
+            if await self._rebalance_was_skipped(generation, metadata):
                 continue
             self._generation = generation
             if self._fenced:
@@ -285,6 +289,22 @@ class DistributedHerder:
                 self._heartbeat_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._heartbeat_task
+
+    async def _rebalance_was_skipped(self, generation: Generation, metadata: bytes) -> bool:
+        """A coordinator that handles static members (`group.instance.id`) by KIP-345's
+        letter may answer a changed subscription with the current generation: no
+        rebalance, so the change (new work, revocations done) never reaches the leader.
+        Tansu does this. Leaving and rejoining forces the rebalance the group needs."""
+        if generation.generation != self._applied_generation or metadata == self._joined_with:
+            self._joined_with = metadata
+            return False
+        log.info(
+            "the coordinator kept generation %d although this worker's subscription changed; "
+            "leaving and rejoining to force a rebalance",
+            generation.generation,
+        )
+        await self._member.leave()
+        return True
 
     def _subscription(self) -> bytes:
         snapshot = self.configs.snapshot()

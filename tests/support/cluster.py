@@ -77,9 +77,12 @@ class Cluster:
             for worker in self.workers:
                 worker.kill()
 
-    def restart(self, index: int, settings: Sequence[str] = ()) -> WorkerProcess:
-        """A new process with the same identity (REST port) as worker `index`; `settings`
-        override its earlier ones (a changed `connect.protocol`, say)."""
+    def restart(
+        self, index: int, settings: Sequence[str] = (), new_identity: bool = False
+    ) -> WorkerProcess:
+        """A new process for worker `index`, with the same identity (REST port) unless
+        `new_identity` (a pod without a stable address); `settings` override its earlier
+        ones (a changed `connect.protocol`, say)."""
         old = self.workers[index]
         old.kill()
         new = WorkerProcess(
@@ -88,7 +91,7 @@ class Cluster:
             old.checkpoint_root,
             old.log_dir,
             extra=[*old.extra, *settings],
-            rest_port=old.rest_port,
+            rest_port=free_port() if new_identity else old.rest_port,
         ).start()
         self.workers[index] = new
         return new
@@ -105,10 +108,23 @@ class Cluster:
         )
         assert response.status_code == 201, response.text
 
+    def read(self, path: str) -> Any:
+        """GET from the first live worker that answers (one may be restarting)."""
+        error: httpx.HTTPError | None = None
+        for worker in self.alive():
+            try:
+                response = httpx.get(f"{worker.url}{path}", timeout=10)
+            except httpx.HTTPError as exc:
+                error = exc
+                continue
+            response.raise_for_status()
+            return response.json()
+        raise error or httpx.ConnectError(f"no live worker to ask for {path}")
+
     def tasks(self) -> list[TaskView]:
         views = []
-        for name in httpx.get(f"{self.url()}/connectors", timeout=10).json():
-            status = httpx.get(f"{self.url()}/connectors/{name}/status", timeout=10).json()
+        for name in self.read("/connectors"):
+            status = self.read(f"/connectors/{name}/status")
             views += [
                 TaskView(name, t["id"], t["state"], t["worker_id"], t.get("started_at"))
                 for t in status["tasks"]
