@@ -1,8 +1,9 @@
 """Connector configs, task configs and target states, kept on the compacted config topic.
 
 The record keys follow Kafka Connect's (`connector-<c>`, `task-<c>-<n>`, `commit-<c>`,
-`target-state-<c>`) so an operator reading the topic finds what they know. Task configs
-become visible only with their commit record, so a worker never runs half of a new set.
+`target-state-<c>`, `restart-connector-<c>`) so an operator reading the topic finds what
+they know. Task configs become visible only with their commit record, so a worker never
+runs half of a new set.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ CONNECTOR_PREFIX = "connector-"
 TASK_PREFIX = "task-"
 COMMIT_PREFIX = "commit-"
 TARGET_STATE_PREFIX = "target-state-"
+RESTART_PREFIX = "restart-connector-"
 REBALANCE_REQUEST_KEY = "rebalance-request"
 
 
@@ -31,6 +33,32 @@ class TargetState(StrEnum):
 
 
 TaskConfig = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class RestartRequest:
+    """A restart the leader recorded; whichever worker runs the work carries it out
+    (Kafka's KIP-745), so a restart needs no forwarding to the owner.
+
+    `task` set: exactly that task, whatever its state (`POST .../tasks/{t}/restart`).
+    Otherwise the connector, and with `include_tasks` its tasks; `only_failed` limits
+    both to what is FAILED.
+    """
+
+    connector: str
+    include_tasks: bool = False
+    only_failed: bool = False
+    task: int | None = None
+
+    def covers_connector(self, failed: bool) -> bool:
+        return self.task is None and (failed or not self.only_failed)
+
+    def covers_task(self, task: ConnectorTaskId, failed: bool) -> bool:
+        if task.connector != self.connector:
+            return False
+        if self.task is not None:
+            return task.task == self.task
+        return self.include_tasks and (failed or not self.only_failed)
 
 
 @dataclass(frozen=True)
@@ -74,6 +102,7 @@ class ConfigStore:
         self._target_states: dict[str, TargetState] = {}
         self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}
         self._committed: dict[str, tuple[TaskConfig, ...]] = {}
+        self._restart_requests: list[RestartRequest] = []
         self._listeners: list[Callable[[], None]] = []
 
     def add_listener(self, listener: Callable[[], None]) -> None:
@@ -91,6 +120,11 @@ class ConfigStore:
 
     def has_connector(self, name: str) -> bool:
         return name in self._connectors
+
+    def take_restart_requests(self) -> list[RestartRequest]:
+        """The restart requests read since the last call, oldest first."""
+        taken, self._restart_requests = self._restart_requests, []
+        return taken
 
     def snapshot(self) -> ConfigSnapshot:
         return ConfigSnapshot(
@@ -116,6 +150,16 @@ class ConfigStore:
             await self._write(f"{TASK_PREFIX}{name}-{index}", {"properties": config})
         await self._write(COMMIT_PREFIX + name, {"tasks": len(configs)})
 
+    async def put_restart_request(self, request: RestartRequest) -> None:
+        await self._write(
+            RESTART_PREFIX + request.connector,
+            {
+                "include-tasks": request.include_tasks,
+                "only-failed": request.only_failed,
+                "task": request.task,
+            },
+        )
+
     async def request_rebalance(self, generation: int, reason: str) -> None:
         """Advance the config offset so the leader's next JoinGroup carries new metadata.
 
@@ -129,6 +173,7 @@ class ConfigStore:
     async def delete_connector(self, name: str) -> None:
         await self._write(CONNECTOR_PREFIX + name, None)
         await self._write(TARGET_STATE_PREFIX + name, None)
+        await self._write(RESTART_PREFIX + name, None)
 
     async def _write(self, key: str, value: dict[str, Any] | None) -> None:
         payload = None if value is None else json.dumps(value, sort_keys=True).encode()
@@ -145,6 +190,15 @@ class ConfigStore:
                 self._target_states.pop(name, None)
             else:
                 self._target_states[name] = TargetState(value["state"])
+        elif key.startswith(RESTART_PREFIX) and value is not None:
+            self._restart_requests.append(
+                RestartRequest(
+                    connector=key.removeprefix(RESTART_PREFIX),
+                    include_tasks=bool(value["include-tasks"]),
+                    only_failed=bool(value["only-failed"]),
+                    task=None if value.get("task") is None else int(value["task"]),
+                )
+            )
         elif key.startswith(COMMIT_PREFIX):
             self._apply_commit(key.removeprefix(COMMIT_PREFIX), value)
         elif key.startswith(TASK_PREFIX):

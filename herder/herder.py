@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from functools import partial
 
 from herder.assignor import inherited_deadline
-from herder.config_store import ConfigSnapshot, ConfigStore, TargetState
+from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
 from herder.leader import LeaderPlanner
 from herder.membership import (
     CoordinatorUnavailable,
@@ -68,6 +68,11 @@ class ConnectorNotFound(HerderError):
 class ConnectorExists(HerderError):
     def __init__(self, name: str) -> None:
         super().__init__(f"Connector {name} already exists")
+
+
+class TaskNotFound(HerderError):
+    def __init__(self, task: ConnectorTaskId) -> None:
+        super().__init__(f"Task {task} not found")
 
 
 class InvalidConnectorConfig(HerderError):
@@ -143,6 +148,7 @@ class DistributedHerder:
         self.leader_url: str | None = None
         self.owned: Allocation = EMPTY_ALLOCATION
         self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
+        self._connector_targets: dict[str, TargetState] = {}
         self._configured_at_join: Allocation = EMPTY_ALLOCATION
         self._rejoin = asyncio.Event()
         self._assignment_applied = asyncio.Event()
@@ -157,6 +163,8 @@ class DistributedHerder:
         self._status_writer: asyncio.Task[None] | None = None
         self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
         self.ready = False
+        self.unhealthy: str | None = None
+        """Why a worker that was ready is not any more (None while starting or ready)."""
         self.cluster_id: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -197,6 +205,7 @@ class DistributedHerder:
         await self.statuses.start()
         await self.configs.read_to_end()
         await self.statuses.read_to_end()
+        self.configs.take_restart_requests()
         self._status_writer = asyncio.create_task(self._write_statuses(), name="status-writer")
         self._watchdog = asyncio.create_task(self._fence_when_out_of_touch(), name="watchdog")
         self._loop_task = asyncio.create_task(self._run(), name="herder")
@@ -204,6 +213,7 @@ class DistributedHerder:
     async def stop(self) -> None:
         """Stop every task, record them UNASSIGNED, then leave the group and close."""
         self.ready = False
+        self.unhealthy = "the worker is shutting down"
         for task in (self._watchdog, self._loop_task, self._heartbeat_task):
             if task is not None:
                 task.cancel()
@@ -280,7 +290,7 @@ class DistributedHerder:
             try:
                 await self._apply(generation)
                 self._assignment_applied.set()
-                await self._restart_reconfigured_tasks(self.configs.snapshot())
+                await self._follow_config(self.configs.snapshot())
                 self._catch_up_failures = 0
                 await self._until_rejoin_needed()
             except TimeoutError:
@@ -409,6 +419,7 @@ class DistributedHerder:
         )
         await self.configs.read_to_end()
         self.ready = True
+        self.unhealthy = None
         log.info(
             "generation %d: leader %s, running %d connectors and %d tasks",
             generation.generation,
@@ -440,6 +451,7 @@ class DistributedHerder:
         """
         self._catch_up_failures += 1
         self.ready = False
+        self.unhealthy = "cannot read the config topic to its end"
         log.error(
             "cannot read the config topic to its end (attempt %d of %d); leaving the group",
             self._catch_up_failures,
@@ -468,6 +480,7 @@ class DistributedHerder:
                     len(self.owned.tasks),
                 )
                 self.ready = False
+                self.unhealthy = "fenced: the group coordinator did not answer in time"
                 self._fenced = True
                 await self._stop_work(self.owned)
                 self._rejoin.set()
@@ -506,7 +519,34 @@ class DistributedHerder:
         if snapshot.configured() != self._configured_at_join:
             self._rejoin.set()
             return
+        await self._follow_config(snapshot)
+
+    async def _follow_config(self, snapshot: ConfigSnapshot) -> None:
+        """Bring what this worker runs in line with the config topic between rebalances:
+        target states, changed task configs and restart requests."""
+        for name in sorted(self.owned.connectors):
+            if self._connector_targets.get(name) != snapshot.target_state(name):
+                self._start_connector(name, snapshot)
         await self._restart_reconfigured_tasks(snapshot)
+        for request in self.configs.take_restart_requests():
+            await self._restart(request, snapshot)
+
+    async def _restart(self, request: RestartRequest, snapshot: ConfigSnapshot) -> None:
+        """Carry out the part of a restart request that concerns what this worker runs;
+        a task restarts from its checkpoint."""
+        if request.connector in self.owned.connectors:
+            status = self.statuses.connector(request.connector)
+            if request.covers_connector(_failed_here(status, self.worker_id)):
+                self._report(request.connector, TaskState.RESTARTING)
+                self._start_connector(request.connector, snapshot)
+        for task in sorted(self.owned.tasks):
+            failed = _failed_here(self.statuses.task(task), self.worker_id)
+            if task in self._starting or not request.covers_task(task, failed):
+                continue
+            self._report(task, TaskState.RESTARTING)
+            if task in self._runtime.running():
+                await self._runtime.stop_task(task)
+            await self._start_task(task, snapshot)
 
     async def _reconcile_task_configs(self) -> None:
         """Leader only: make every started connector's committed task configs current."""
@@ -562,6 +602,7 @@ class DistributedHerder:
         config = snapshot.connectors.get(name)
         if config is None:
             return
+        self._connector_targets[name] = snapshot.target_state(name)
         state = {
             TargetState.STARTED: TaskState.RUNNING,
             TargetState.PAUSED: TaskState.PAUSED,
@@ -598,6 +639,7 @@ class DistributedHerder:
             if task not in running:
                 self._report(task, TaskState.UNASSIGNED)
         for connector in sorted(revoked.connectors):
+            self._connector_targets.pop(connector, None)
             self._report(connector, TaskState.UNASSIGNED)
         self.owned = self.owned.minus(revoked)
 
@@ -686,21 +728,92 @@ class DistributedHerder:
         except ValueError:
             return "unknown"
 
-    async def create_connector(self, name: str, config: Mapping[str, str]) -> ConnectorView:
+    def task_configs(self, name: str) -> list[tuple[ConnectorTaskId, Mapping[str, str]]]:
+        snapshot = self.configs.snapshot()
+        if name not in snapshot.connectors:
+            raise ConnectorNotFound(name)
+        return [(ConnectorTaskId(name, i), c) for i, c in enumerate(snapshot.tasks_of(name))]
+
+    def task_status(self, task: ConnectorTaskId) -> Status | None:
+        """The task's last status; raises unless the connector currently has that task."""
+        if task.task not in range(len(self.connector(task.connector).tasks)):
+            raise TaskNotFound(task)
+        return self.statuses.task(task)
+
+    async def create_connector(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState = TargetState.STARTED,
+    ) -> ConnectorView:
         self._require_leader()
         await self.configs.read_to_end()
         if name in self.configs.snapshot().connectors:
             raise ConnectorExists(name)
+        return await self._write_config(name, config, initial_state)
+
+    async def put_connector_config(
+        self, name: str, config: Mapping[str, str]
+    ) -> tuple[bool, ConnectorView]:
+        """Create or replace a connector's config; whether it was created."""
+        self._require_leader()
+        await self.configs.read_to_end()
+        created = name not in self.configs.snapshot().connectors
+        view = await self._write_config(name, config, TargetState.STARTED if created else None)
+        return created, view
+
+    async def patch_connector_config(
+        self, name: str, patch: Mapping[str, str | None]
+    ) -> ConnectorView:
+        """Merge `patch` into the config; a None value removes that key (KIP-477)."""
+        self._require_leader()
+        await self.configs.read_to_end()
+        current = self.configs.snapshot().connectors.get(name)
+        if current is None:
+            raise ConnectorNotFound(name)
+        merged = {key: value for key, value in {**current, **patch}.items() if value is not None}
+        return await self._write_config(name, merged, None)
+
+    async def _write_config(
+        self, name: str, config: Mapping[str, str], target_state: TargetState | None
+    ) -> ConnectorView:
+        if config.get("name", name) != name:
+            raise InvalidConnectorConfig(
+                f"Connector name configuration ({config['name']}) doesn't match connector "
+                f"name in the URL ({name})"
+            )
         full = {**config, "name": name}
         try:
             self._plugins.validate(full)
         except ValueError as exc:
             raise InvalidConnectorConfig(str(exc)) from exc
-        await self.configs.put_connector_config(name, full, TargetState.STARTED)
+        await self.configs.put_connector_config(name, full, target_state)
         await self.configs.read_to_end()
         await self._reconcile_task_configs()
         await self.configs.read_to_end()
         return self.connector(name)
+
+    async def set_target_state(self, name: str, state: TargetState) -> None:
+        """Pause, resume or stop a connector: every worker follows the config topic."""
+        self._require_leader()
+        await self.configs.read_to_end()
+        if name not in self.configs.snapshot().connectors:
+            raise ConnectorNotFound(name)
+        await self.configs.put_target_state(name, state)
+        await self.configs.read_to_end()
+        await self._reconcile_task_configs()
+        await self.configs.read_to_end()
+
+    async def restart(self, request: RestartRequest) -> None:
+        """Record a restart; the workers that run the work carry it out."""
+        self._require_leader()
+        await self.configs.read_to_end()
+        if request.task is not None:
+            self.task_status(ConnectorTaskId(request.connector, request.task))
+        elif request.connector not in self.configs.snapshot().connectors:
+            raise ConnectorNotFound(request.connector)
+        await self.configs.put_restart_request(request)
+        await self.configs.read_to_end()
 
     async def delete_connector(self, name: str) -> None:
         self._require_leader()
@@ -724,6 +837,10 @@ async def _first_of(*events: asyncio.Event) -> None:
     finally:
         for waiter in waiters:
             waiter.cancel()
+
+
+def _failed_here(status: Status | None, worker_id: str) -> bool:
+    return status is not None and status.state is TaskState.FAILED and status.worker_id == worker_id
 
 
 def _iso_now(now: float) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version as package_version
-from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -15,27 +14,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from herder.herder import (
     ConnectorExists,
     ConnectorNotFound,
-    ConnectorView,
     DistributedHerder,
     HerderError,
     InvalidConnectorConfig,
     NotLeader,
+    TaskNotFound,
 )
-from protocol.messages import ConnectorTaskId
+from rest.connectors import connectors_router
 from rest.errors import error_response
 from rest.forwarding import FORWARDED_HEADER, forward_to_leader
 from rest.leave_group import leave_group_router
 from rest.models import (
     ClusterBody,
-    ConnectorInfoBody,
-    ConnectorStateBody,
-    ConnectorStatusBody,
-    CreateConnectorRequest,
-    ErrorBody,
     HealthBody,
     ServerInfoBody,
-    TaskIdBody,
-    TaskStateBody,
     WorkerBody,
     check_connector_name,
 )
@@ -44,13 +36,10 @@ log = logging.getLogger(__name__)
 
 ERROR_STATUS: dict[type[HerderError], int] = {
     ConnectorNotFound: 404,
+    TaskNotFound: 404,
     ConnectorExists: 409,
     InvalidConnectorConfig: 400,
     NotLeader: 409,
-}
-
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (400, 404, 409, 500)
 }
 
 
@@ -88,59 +77,27 @@ def create_app(
             version=package_version("sparkherd"), commit=commit, kafka_cluster_id=cluster_id()
         )
 
-    @app.get("/health", response_model=HealthBody, responses={503: {"model": HealthBody}})
+    @app.get(
+        "/health",
+        response_model=HealthBody,
+        responses={503: {"model": HealthBody}, 500: {"model": HealthBody}},
+    )
     async def health() -> Response:
-        """KIP-1017: 200 once the worker has joined the group and read its configs."""
+        """KIP-1017: 200 once the worker has joined the group and read its configs, 503
+        while it starts, 500 when it was ready and no longer is."""
         if herder.ready:
             body = HealthBody(
                 status="healthy",
                 message="Worker has completed startup and is ready to handle requests.",
             )
             return JSONResponse(body.model_dump())
+        if herder.unhealthy is not None:
+            body = HealthBody(status="unhealthy", message=herder.unhealthy)
+            return JSONResponse(body.model_dump(), status_code=500)
         body = HealthBody(
             status="starting", message="Worker is still joining the group and reading its configs."
         )
         return JSONResponse(body.model_dump(), status_code=503)
-
-    @app.get("/connectors", response_model=list[str])
-    async def list_connectors() -> list[str]:
-        return herder.connector_names()
-
-    @app.post("/connectors", status_code=201, response_model=ConnectorInfoBody, responses=ERRORS)
-    async def create_connector(
-        body: CreateConnectorRequest, response: Response
-    ) -> ConnectorInfoBody:
-        view = await herder.create_connector(body.name, body.string_config())
-        response.headers["Location"] = f"/connectors/{body.name}"
-        return _info(view)
-
-    @app.get("/connectors/{name}", response_model=ConnectorInfoBody, responses=ERRORS)
-    async def get_connector(name: str) -> ConnectorInfoBody:
-        return _info(herder.connector(name))
-
-    @app.get("/connectors/{name}/config", response_model=dict[str, str], responses=ERRORS)
-    async def get_connector_config(name: str) -> dict[str, str]:
-        return dict(herder.connector(name).config)
-
-    @app.get("/connectors/{name}/status", response_model=ConnectorStatusBody, responses=ERRORS)
-    async def get_connector_status(name: str) -> ConnectorStatusBody:
-        view = herder.connector(name)
-        connector = herder.statuses.connector(name)
-        return ConnectorStatusBody(
-            name=name,
-            connector=ConnectorStateBody(
-                state=connector.state if connector else "UNASSIGNED",
-                worker_id=connector.worker_id if connector else None,
-                trace=connector.trace if connector else None,
-            ),
-            tasks=[_task_state(herder, task) for task in view.tasks],
-            type=view.type,
-        )
-
-    @app.delete("/connectors/{name}", status_code=204, responses=ERRORS)
-    async def delete_connector(name: str) -> Response:
-        await herder.delete_connector(name)
-        return Response(status_code=204)
 
     @app.get("/workers", response_model=ClusterBody)
     async def workers() -> ClusterBody:
@@ -162,6 +119,7 @@ def create_app(
             ],
         )
 
+    app.include_router(connectors_router(herder))
     app.include_router(leave_group_router(herder))
     _guard_names(app)
     return app
@@ -181,28 +139,6 @@ def _guard_names(app: FastAPI) -> None:
             except ValueError as exc:
                 return error_response(400, str(exc))
         return await call_next(request)
-
-
-def _info(view: ConnectorView) -> ConnectorInfoBody:
-    return ConnectorInfoBody(
-        name=view.name,
-        config=dict(view.config),
-        tasks=[TaskIdBody(connector=t.connector, task=t.task) for t in view.tasks],
-        type=view.type,
-    )
-
-
-def _task_state(herder: DistributedHerder, task: ConnectorTaskId) -> TaskStateBody:
-    status = herder.statuses.task(task)
-    if status is None:
-        return TaskStateBody(id=task.task, state="UNASSIGNED", worker_id=None)
-    return TaskStateBody(
-        id=task.task,
-        state=status.state,
-        worker_id=status.worker_id,
-        trace=status.trace,
-        started_at=status.started_at,
-    )
 
 
 def _describe_validation_error(exc: RequestValidationError) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -31,17 +32,24 @@ def config_string(value: ConfigValue) -> str:
     return "" if value is None else str(value)
 
 
+def string_config(config: dict[str, ConfigValue]) -> dict[str, str]:
+    return {key: config_string(value) for key, value in config.items()}
+
+
+InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
+
+
 class CreateConnectorRequest(BaseModel):
     name: str = Field(description="Unique connector name")
     config: dict[str, ConfigValue] = Field(description="Connector configuration")
+    initial_state: InitialState | None = Field(
+        default=None, description="KIP-980: the state the connector starts in (RUNNING if unset)"
+    )
 
     @field_validator("name")
     @classmethod
     def _valid_name(cls, name: str) -> str:
         return check_connector_name(name)
-
-    def string_config(self) -> dict[str, str]:
-        return {key: config_string(value) for key, value in self.config.items()}
 
 
 class TaskIdBody(BaseModel):
@@ -54,6 +62,11 @@ class ConnectorInfoBody(BaseModel):
     config: dict[str, str]
     tasks: list[TaskIdBody]
     type: str
+
+
+class TaskInfoBody(BaseModel):
+    id: TaskIdBody
+    config: dict[str, str]
 
 
 class ConnectorStateBody(BaseModel):
@@ -77,6 +90,13 @@ class ConnectorStatusBody(BaseModel):
     connector: ConnectorStateBody
     tasks: list[TaskStateBody]
     type: str
+
+
+class ExpandedConnectorBody(BaseModel):
+    """One entry of `GET /connectors?expand=...`: only the parts that were asked for."""
+
+    status: ConnectorStatusBody | None = None
+    info: ConnectorInfoBody | None = None
 
 
 class ServerInfoBody(BaseModel):

@@ -1,0 +1,210 @@
+"""`/connectors/...`: Kafka Connect's connector and task resources.
+
+Reads are answered from this worker's replay of the config and status topics; writes go
+through the herder, which refuses them unless this worker leads (the app then forwards
+them to the leader).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from fastapi.responses import JSONResponse
+
+from herder.config_store import RestartRequest, TargetState
+from herder.herder import ConnectorView, DistributedHerder
+from herder.status_store import Status
+from protocol.messages import ConnectorTaskId
+from rest.models import (
+    ConfigValue,
+    ConnectorInfoBody,
+    ConnectorStateBody,
+    ConnectorStatusBody,
+    CreateConnectorRequest,
+    ErrorBody,
+    ExpandedConnectorBody,
+    TaskIdBody,
+    TaskInfoBody,
+    TaskStateBody,
+    config_string,
+    string_config,
+)
+from worker.task_state import TaskState
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (400, 404, 409, 500)
+}
+INITIAL_STATES = {
+    "RUNNING": TargetState.STARTED,
+    "PAUSED": TargetState.PAUSED,
+    "STOPPED": TargetState.STOPPED,
+}
+EXPANSIONS = ("status", "info")
+
+
+def connectors_router(herder: DistributedHerder) -> APIRouter:
+    router = APIRouter(prefix="/connectors", responses=ERRORS)
+
+    @router.get("", response_model=list[str] | dict[str, ExpandedConnectorBody])
+    async def list_connectors(
+        expand: Annotated[list[str] | None, Query(description="status and/or info")] = None,
+    ) -> list[str] | dict[str, ExpandedConnectorBody]:
+        """Names, or with `expand` each connector's status and/or info, as Connect does.
+        Unknown expansions are ignored, as in Kafka Connect."""
+        names = herder.connector_names()
+        wanted = [e for e in EXPANSIONS if e in (expand or ())]
+        if not wanted:
+            return names
+        return {
+            name: ExpandedConnectorBody(
+                status=_status(herder, name) if "status" in wanted else None,
+                info=_info(herder.connector(name)) if "info" in wanted else None,
+            )
+            for name in names
+        }
+
+    @router.post("", status_code=201, response_model=ConnectorInfoBody)
+    async def create_connector(
+        body: CreateConnectorRequest, response: Response
+    ) -> ConnectorInfoBody:
+        initial = INITIAL_STATES[body.initial_state or "RUNNING"]
+        view = await herder.create_connector(body.name, string_config(body.config), initial)
+        response.headers["Location"] = f"/connectors/{body.name}"
+        return _info(view)
+
+    @router.get("/{name}", response_model=ConnectorInfoBody)
+    async def get_connector(name: str) -> ConnectorInfoBody:
+        return _info(herder.connector(name))
+
+    @router.delete("/{name}", status_code=204)
+    async def delete_connector(name: str) -> Response:
+        await herder.delete_connector(name)
+        return Response(status_code=204)
+
+    @router.get("/{name}/config", response_model=dict[str, str])
+    async def get_connector_config(name: str) -> dict[str, str]:
+        return dict(herder.connector(name).config)
+
+    @router.put(
+        "/{name}/config",
+        response_model=ConnectorInfoBody,
+        responses={201: {"model": ConnectorInfoBody}},
+    )
+    async def put_connector_config(name: str, config: dict[str, ConfigValue]) -> JSONResponse:
+        """201 with a Location when this created the connector, 200 when it updated it."""
+        created, view = await herder.put_connector_config(name, string_config(config))
+        body = _info(view).model_dump()
+        if created:
+            return JSONResponse(body, status_code=201, headers={"Location": f"/connectors/{name}"})
+        return JSONResponse(body)
+
+    @router.patch("/{name}/config", response_model=ConnectorInfoBody)
+    async def patch_connector_config(name: str, patch: dict[str, ConfigValue]) -> ConnectorInfoBody:
+        """Merge into the config; a null value removes that key (KIP-477)."""
+        changes = {k: None if v is None else config_string(v) for k, v in patch.items()}
+        return _info(await herder.patch_connector_config(name, changes))
+
+    @router.get("/{name}/status", response_model=ConnectorStatusBody)
+    async def get_connector_status(name: str) -> ConnectorStatusBody:
+        return _status(herder, name)
+
+    @router.get("/{name}/tasks", response_model=list[TaskInfoBody])
+    async def get_tasks(name: str) -> list[TaskInfoBody]:
+        return [
+            TaskInfoBody(id=TaskIdBody(connector=t.connector, task=t.task), config=dict(c))
+            for t, c in herder.task_configs(name)
+        ]
+
+    @router.get("/{name}/tasks/{task}/status", response_model=TaskStateBody)
+    async def get_task_status(name: str, task: int) -> TaskStateBody:
+        task_id = ConnectorTaskId(name, task)
+        return _task_state(task_id, herder.task_status(task_id))
+
+    @router.post("/{name}/tasks/{task}/restart", status_code=204)
+    async def restart_task(name: str, task: int) -> Response:
+        await herder.restart(RestartRequest(name, task=task))
+        return Response(status_code=204)
+
+    @router.post(
+        "/{name}/restart", status_code=204, responses={202: {"model": ConnectorStatusBody}}
+    )
+    async def restart_connector(
+        name: str,
+        include_tasks: Annotated[bool, Query(alias="includeTasks")] = False,
+        only_failed: Annotated[bool, Query(alias="onlyFailed")] = False,
+    ) -> Response:
+        """204 for a plain connector restart; otherwise 202 with what will restart shown
+        RESTARTING (KIP-745)."""
+        request = RestartRequest(name, include_tasks=include_tasks, only_failed=only_failed)
+        await herder.restart(request)
+        if not include_tasks and not only_failed:
+            return Response(status_code=204)
+        return JSONResponse(_status(herder, name, request).model_dump(), status_code=202)
+
+    @router.put("/{name}/pause", status_code=202)
+    async def pause_connector(name: str) -> Response:
+        await herder.set_target_state(name, TargetState.PAUSED)
+        return Response(status_code=202)
+
+    @router.put("/{name}/resume", status_code=202)
+    async def resume_connector(name: str) -> Response:
+        await herder.set_target_state(name, TargetState.STARTED)
+        return Response(status_code=202)
+
+    @router.put("/{name}/stop", status_code=204)
+    async def stop_connector(name: str) -> Response:
+        """KIP-875: a STOPPED connector keeps its config but has no tasks."""
+        await herder.set_target_state(name, TargetState.STOPPED)
+        return Response(status_code=204)
+
+    return router
+
+
+def _info(view: ConnectorView) -> ConnectorInfoBody:
+    return ConnectorInfoBody(
+        name=view.name,
+        config=dict(view.config),
+        tasks=[TaskIdBody(connector=t.connector, task=t.task) for t in view.tasks],
+        type=view.type,
+    )
+
+
+def _status(
+    herder: DistributedHerder, name: str, restarting: RestartRequest | None = None
+) -> ConnectorStatusBody:
+    """The connector's status; with `restarting`, what that request restarts is shown
+    RESTARTING, as Connect's 202 answer does."""
+    view = herder.connector(name)
+    connector = herder.statuses.connector(name)
+    state = connector.state if connector else TaskState.UNASSIGNED
+    if restarting is not None and restarting.covers_connector(state is TaskState.FAILED):
+        state = TaskState.RESTARTING
+    tasks = []
+    for task in view.tasks:
+        body = _task_state(task, herder.statuses.task(task))
+        if restarting is not None and restarting.covers_task(task, body.state == "FAILED"):
+            body.state = TaskState.RESTARTING
+        tasks.append(body)
+    return ConnectorStatusBody(
+        name=name,
+        connector=ConnectorStateBody(
+            state=state,
+            worker_id=connector.worker_id if connector else None,
+            trace=connector.trace if connector else None,
+        ),
+        tasks=tasks,
+        type=view.type,
+    )
+
+
+def _task_state(task: ConnectorTaskId, status: Status | None) -> TaskStateBody:
+    if status is None:
+        return TaskStateBody(id=task.task, state=TaskState.UNASSIGNED, worker_id=None)
+    return TaskStateBody(
+        id=task.task,
+        state=status.state,
+        worker_id=status.worker_id,
+        trace=status.trace,
+        started_at=status.started_at,
+    )

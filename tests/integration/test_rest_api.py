@@ -1,0 +1,240 @@
+"""Kafka Connect's REST API, endpoint by endpoint and status code by status code, against
+real worker processes (real broker, real Spark)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.cluster import generator_config
+from tests.support.file_sink import committed_column
+from tests.support.processes import WorkerProcess, free_port, wait_until
+from worker.embedded_broker import EmbeddedBroker
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def worker(
+    broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
+    root = tmp_path_factory.mktemp("rest-worker")
+    process = WorkerProcess(
+        "rest-worker",
+        broker.bootstrap_servers,
+        root / "checkpoints",
+        root,
+        [f"group.id=rest-{free_port()}"],
+    ).start()
+    try:
+        process.wait_ready(TIMEOUT_S)
+        yield process
+    finally:
+        process.kill()
+
+
+class Api:
+    """A thin client that fails with the answer's body when a status is not the expected one."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def call(self, method: str, path: str, expect: int, **kwargs: Any) -> httpx.Response:
+        answer = httpx.request(method, f"{self.url}{path}", timeout=60, **kwargs)
+        assert answer.status_code == expect, f"{method} {path}: {answer.status_code} {answer.text}"
+        return answer
+
+    def status(self, name: str) -> dict[str, Any]:
+        body: dict[str, Any] = self.call("GET", f"/connectors/{name}/status", 200).json()
+        return body
+
+    def wait_states(self, name: str, connector: str, tasks: list[str]) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            status = self.status(name)
+            states = [t["state"] for t in status["tasks"]]
+            return status if (status["connector"]["state"], states) == (connector, tasks) else None
+
+        found: dict[str, Any] = wait_until(reached, TIMEOUT_S, what=f"{name}: {connector} {tasks}")
+        return found
+
+
+def lists_connector(process: WorkerProcess, name: str) -> bool:
+    return name in httpx.get(f"{process.url}/connectors", timeout=5).json()
+
+
+def started(status: dict[str, Any]) -> dict[int, str]:
+    return {task["id"]: task["started_at"] for task in status["tasks"]}
+
+
+def test_connector_lifecycle(worker: WorkerProcess, tmp_path: Path) -> None:
+    api, output = Api(worker.url), tmp_path / "out"
+    config = generator_config(output, 2)
+    created = api.call("POST", "/connectors", 201, json={"name": "life", "config": config})
+    assert created.headers["location"] == "/connectors/life"
+    api.call("POST", "/connectors", 409, json={"name": "life", "config": config})
+    running = api.wait_states("life", "RUNNING", ["RUNNING", "RUNNING"])
+
+    expanded = api.call("GET", "/connectors?expand=status&expand=info", 200).json()
+    assert expanded["life"]["info"]["config"]["output.path"] == str(output)
+    assert expanded["life"]["status"]["name"] == "life"
+    assert set(api.call("GET", "/connectors?expand=status", 200).json()["life"]) <= {
+        "status",
+        "info",
+    }
+    tasks = api.call("GET", "/connectors/life/tasks", 200).json()
+    assert [t["id"] for t in tasks] == [{"connector": "life", "task": i} for i in (0, 1)]
+    assert all(t["config"] for t in tasks)
+    task_status = api.call("GET", "/connectors/life/tasks/1/status", 200).json()
+    assert (task_status["id"], task_status["state"]) == (1, "RUNNING")
+    api.call("GET", "/connectors/life/tasks/7/status", 404)
+
+    # One task restarts alone, from its checkpoint.
+    api.call("POST", "/connectors/life/tasks/0/restart", 204)
+    after = wait_until(
+        lambda: (s := api.status("life")) and started(s)[0] != started(running)[0] and s,
+        TIMEOUT_S,
+        what="task 0 restarted",
+    )
+    assert started(after)[1] == started(running)[1], "restarting task 0 restarted task 1"
+    api.call("POST", "/connectors/life/tasks/9/restart", 404)
+
+    # Pause keeps the assignment and stops the queries; resume starts them again.
+    api.call("PUT", "/connectors/life/pause", 202)
+    api.wait_states("life", "PAUSED", ["PAUSED", "PAUSED"])
+    api.call("PUT", "/connectors/life/resume", 202)
+    resumed = api.wait_states("life", "RUNNING", ["RUNNING", "RUNNING"])
+
+    # KIP-745 restarts: 204 for the connector alone, 202 and a plan otherwise.
+    api.call("POST", "/connectors/life/restart", 204)
+    plan = api.call("POST", "/connectors/life/restart?includeTasks=true&onlyFailed=true", 202)
+    assert [t["state"] for t in plan.json()["tasks"]] == ["RUNNING", "RUNNING"], "none failed"
+    plan = api.call("POST", "/connectors/life/restart?includeTasks=true", 202).json()
+    assert plan["connector"]["state"] == "RESTARTING"
+    assert [t["state"] for t in plan["tasks"]] == ["RESTARTING", "RESTARTING"]
+    wait_until(
+        lambda: all(
+            t["state"] == "RUNNING" and t["started_at"] != started(resumed)[t["id"]]
+            for t in api.status("life")["tasks"]
+        ),
+        TIMEOUT_S,
+        what="both tasks restarted",
+    )
+
+    # Stop: the connector keeps its config but has no tasks; resume brings them back.
+    api.call("PUT", "/connectors/life/stop", 204)
+    api.wait_states("life", "STOPPED", [])
+    assert api.call("GET", "/connectors/life/tasks", 200).json() == []
+    assert api.call("GET", "/connectors/life", 200).json()["tasks"] == []
+    api.call("PUT", "/connectors/life/resume", 202)
+    api.wait_states("life", "RUNNING", ["RUNNING", "RUNNING"])
+
+    api.call("DELETE", "/connectors/life", 204)
+    for task in (0, 1):
+        seqs = committed_column(output / f"task-{task}", "seq")
+        assert seqs and seqs == list(range(len(seqs))), f"task {task}: gap or duplicate"
+
+
+def test_config_put_patch_and_initial_state(worker: WorkerProcess, tmp_path: Path) -> None:
+    api = Api(worker.url)
+    config = generator_config(tmp_path / "out", 1)
+    created = api.call("PUT", "/connectors/cfg/config", 201, json=config)
+    assert created.headers["location"] == "/connectors/cfg"
+    assert created.json()["name"] == "cfg"
+    updated = api.call("PUT", "/connectors/cfg/config", 200, json={**config, "tasks.max": 2})
+    assert updated.json()["config"]["tasks.max"] == "2"
+    api.call("PUT", "/connectors/cfg/config", 400, json={**config, "name": "other"})
+    api.call("PUT", "/connectors/cfg/config", 400, json={**config, "rows.per.second": "fast"})
+
+    patched = api.call(
+        "PATCH", "/connectors/cfg/config", 200, json={"rows.per.second": 3, "output.format": None}
+    ).json()
+    assert patched["config"]["rows.per.second"] == "3"
+    assert "output.format" not in patched["config"]
+    api.call("PATCH", "/connectors/missing/config", 404, json={"tasks.max": "1"})
+    assert api.call("GET", "/connectors/cfg/config", 200).json() == patched["config"]
+
+    stopped = {"name": "born-stopped", "config": config, "initial_state": "STOPPED"}
+    api.call("POST", "/connectors", 201, json=stopped)
+    api.wait_states("born-stopped", "STOPPED", [])
+    paused = {"name": "born-paused", "config": config, "initial_state": "PAUSED"}
+    api.call("POST", "/connectors", 201, json=paused)
+    api.wait_states("born-paused", "PAUSED", ["PAUSED"])
+    bad = {"name": "x", "config": config, "initial_state": "SLEEPING"}
+    assert "initial_state" in api.call("POST", "/connectors", 400, json=bad).json()["message"]
+    for name in ("cfg", "born-stopped", "born-paused"):
+        api.call("DELETE", f"/connectors/{name}", 204)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/connectors/ghost"),
+        ("GET", "/connectors/ghost/config"),
+        ("GET", "/connectors/ghost/status"),
+        ("GET", "/connectors/ghost/tasks"),
+        ("GET", "/connectors/ghost/tasks/0/status"),
+        ("POST", "/connectors/ghost/tasks/0/restart"),
+        ("POST", "/connectors/ghost/restart"),
+        ("PUT", "/connectors/ghost/pause"),
+        ("PUT", "/connectors/ghost/resume"),
+        ("PUT", "/connectors/ghost/stop"),
+        ("DELETE", "/connectors/ghost"),
+    ],
+)
+def test_unknown_connector_is_404_everywhere(worker: WorkerProcess, method: str, path: str) -> None:
+    body = Api(worker.url).call(method, path, 404).json()
+    assert body == {"error_code": 404, "message": body["message"]}
+    assert "ghost" in body["message"]
+
+
+def test_health_is_503_until_joined_then_200(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    process = WorkerProcess(
+        "health", broker.bootstrap_servers, tmp_path, tmp_path, [f"group.id=health-{free_port()}"]
+    ).start()
+    try:
+        first = wait_until(
+            lambda: httpx.get(f"{process.url}/health", timeout=2), TIMEOUT_S, interval_s=0.05
+        )
+        assert first.status_code == 503, first.text
+        assert first.json()["status"] == "starting"
+        process.wait_ready(TIMEOUT_S)
+        assert httpx.get(f"{process.url}/health", timeout=2).json()["status"] == "healthy"
+    finally:
+        process.kill()
+
+
+def test_a_write_sent_to_a_follower_is_forwarded_to_the_leader(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    group = [f"group.id=forward-{free_port()}"]
+    first = WorkerProcess("first", broker.bootstrap_servers, tmp_path, tmp_path, group).start()
+    second = WorkerProcess("second", broker.bootstrap_servers, tmp_path, tmp_path, group).start()
+    try:
+        for process in (first, second):
+            process.wait_ready(TIMEOUT_S)
+        leader = wait_until(
+            lambda: httpx.get(f"{first.url}/workers", timeout=5).json()["leader"],
+            TIMEOUT_S,
+            what="a leader",
+        )
+        follower = second if leader == first.url else first
+        body = {
+            "name": "via-follower",
+            "config": generator_config(tmp_path / "out", 1),
+            "initial_state": "STOPPED",
+        }
+        created = Api(follower.url).call("POST", "/connectors", 201, json=body)
+        assert created.headers["location"] == "/connectors/via-follower"
+        Api(follower.url).call("PUT", "/connectors/via-follower/pause", 202)
+        for process in (first, second):
+            wait_until(partial(lists_connector, process, "via-follower"), TIMEOUT_S)
+    finally:
+        first.kill()
+        second.kill()
