@@ -1,9 +1,9 @@
 """Connector configs, task configs and target states, kept on the compacted config topic.
 
 The record keys follow Kafka Connect's (`connector-<c>`, `task-<c>-<n>`, `commit-<c>`,
-`target-state-<c>`, `restart-connector-<c>`) so an operator reading the topic finds what
-they know. Task configs become visible only with their commit record, so a worker never
-runs half of a new set.
+`target-state-<c>`, `restart-connector-<c>`, `logger-cluster-<namespace>`) so an
+operator reading the topic finds what they know. Task configs become visible only with
+their commit record, so a worker never runs half of a new set.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ TASK_PREFIX = "task-"
 COMMIT_PREFIX = "commit-"
 TARGET_STATE_PREFIX = "target-state-"
 RESTART_PREFIX = "restart-connector-"
+LOGGER_PREFIX = "logger-cluster-"
 REBALANCE_REQUEST_KEY = "rebalance-request"
 
 
@@ -103,6 +104,7 @@ class ConfigStore:
         self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}
         self._committed: dict[str, tuple[TaskConfig, ...]] = {}
         self._restart_requests: list[RestartRequest] = []
+        self._logger_levels: list[tuple[str, str]] = []
         self._listeners: list[Callable[[], None]] = []
 
     def add_listener(self, listener: Callable[[], None]) -> None:
@@ -124,6 +126,11 @@ class ConfigStore:
     def take_restart_requests(self) -> list[RestartRequest]:
         """The restart requests read since the last call, oldest first."""
         taken, self._restart_requests = self._restart_requests, []
+        return taken
+
+    def take_logger_levels(self) -> list[tuple[str, str]]:
+        """The cluster-wide `(namespace, level)` changes read since the last call, oldest first."""
+        taken, self._logger_levels = self._logger_levels, []
         return taken
 
     def snapshot(self) -> ConfigSnapshot:
@@ -159,6 +166,9 @@ class ConfigStore:
                 "task": request.task,
             },
         )
+
+    async def put_logger_level(self, namespace: str, level: str) -> None:
+        await self._write(LOGGER_PREFIX + namespace, {"level": level})
 
     async def request_rebalance(self, generation: int, reason: str) -> None:
         """Advance the config offset so the leader's next JoinGroup carries new metadata.
@@ -199,6 +209,8 @@ class ConfigStore:
                     task=None if value.get("task") is None else int(value["task"]),
                 )
             )
+        elif key.startswith(LOGGER_PREFIX) and value is not None:
+            self._logger_levels.append((key.removeprefix(LOGGER_PREFIX), str(value["level"])))
         elif key.startswith(COMMIT_PREFIX):
             self._apply_commit(key.removeprefix(COMMIT_PREFIX), value)
         elif key.startswith(TASK_PREFIX):

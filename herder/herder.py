@@ -121,8 +121,12 @@ class DistributedHerder:
         runtime: TaskRuntime,
         plugins: ConnectorPlugins,
         clock: Callable[[], float] = time.time,
+        set_logger_level: Callable[[str, str], object] | None = None,
     ) -> None:
+        """`set_logger_level(namespace, level)` applies the cluster-wide log levels that
+        any worker writes to the config topic after this one started (KIP-976)."""
         self._config = config
+        self._set_logger_level = set_logger_level
         self._runtime = runtime
         self._plugins = plugins
         self._clock = clock
@@ -206,6 +210,8 @@ class DistributedHerder:
         await self.configs.read_to_end()
         await self.statuses.read_to_end()
         self.configs.take_restart_requests()
+        self.configs.take_logger_levels()
+        self.configs.add_listener(self._apply_logger_levels)
         self._status_writer = asyncio.create_task(self._write_statuses(), name="status-writer")
         self._watchdog = asyncio.create_task(self._fence_when_out_of_touch(), name="watchdog")
         self._loop_task = asyncio.create_task(self._run(), name="herder")
@@ -824,6 +830,17 @@ class DistributedHerder:
         await self.configs.delete_connector(name)
         await self.statuses.delete_connector(name, len(snapshot.task_configs.get(name, ())))
         await self.configs.read_to_end()
+
+    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """Any worker may write this record; every worker, this one included, applies it
+        when it reads it. Levels set this way do not survive a restart, as in Connect."""
+        await self.configs.put_logger_level(namespace, level)
+        await self.configs.read_to_end()
+
+    def _apply_logger_levels(self) -> None:
+        for namespace, level in self.configs.take_logger_levels():
+            if self._set_logger_level is not None:
+                self._set_logger_level(namespace, level)
 
     def _require_leader(self) -> None:
         if not self.is_leader:

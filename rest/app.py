@@ -20,10 +20,12 @@ from herder.herder import (
     NotLeader,
     TaskNotFound,
 )
+from rest.connector_plugins import connector_plugins_router
 from rest.connectors import connectors_router
 from rest.errors import error_response
 from rest.forwarding import FORWARDED_HEADER, forward_to_leader
 from rest.leave_group import leave_group_router
+from rest.loggers import LoggerLevels, loggers_router
 from rest.models import (
     ClusterBody,
     HealthBody,
@@ -31,6 +33,7 @@ from rest.models import (
     WorkerBody,
     check_connector_name,
 )
+from worker.plugins import PluginRegistry
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,11 @@ ERROR_STATUS: dict[type[HerderError], int] = {
 
 
 def create_app(
-    herder: DistributedHerder, cluster_id: Callable[[], str | None], commit: str
+    herder: DistributedHerder,
+    cluster_id: Callable[[], str | None],
+    commit: str,
+    plugins: PluginRegistry,
+    logger_levels: LoggerLevels,
 ) -> FastAPI:
     app = FastAPI(title="sparkherd", version=package_version("sparkherd"))
 
@@ -120,6 +127,8 @@ def create_app(
         )
 
     app.include_router(connectors_router(herder))
+    app.include_router(connector_plugins_router(plugins))
+    app.include_router(loggers_router(logger_levels, herder))
     app.include_router(leave_group_router(herder))
     _guard_names(app)
     return app

@@ -20,6 +20,7 @@ import uvicorn
 
 from herder.herder import DistributedHerder
 from rest.app import create_app
+from rest.loggers import LoggerLevels
 from worker.config import WorkerConfig
 from worker.connector_plugins import RegistryPlugins
 from worker.connectors import default_registry
@@ -85,7 +86,14 @@ class WorkerService:
                 task, state, trace
             ),
         )
-        self.herder = DistributedHerder(config, self._runtime, RegistryPlugins(registry))
+        self._registry = registry
+        self._logger_levels = LoggerLevels()
+        self.herder = DistributedHerder(
+            config,
+            self._runtime,
+            RegistryPlugins(registry),
+            set_logger_level=self._logger_levels.set_level,
+        )
         self._stop = asyncio.Event()
 
     def request_stop(self) -> None:
@@ -94,7 +102,13 @@ class WorkerService:
     async def run(self) -> None:
         sock = bind_rest_socket(self.config.rest_host_name, self.config.rest_port)
         await self.herder.start()
-        app = create_app(self.herder, lambda: self.herder.cluster_id, source_commit())
+        app = create_app(
+            self.herder,
+            lambda: self.herder.cluster_id,
+            source_commit(),
+            self._registry,
+            self._logger_levels,
+        )
         server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="rest")
         herding = asyncio.create_task(self.herder.wait_closed(), name="herder-loop")

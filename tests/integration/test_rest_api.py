@@ -69,6 +69,11 @@ def lists_connector(process: WorkerProcess, name: str) -> bool:
     return name in httpx.get(f"{process.url}/connectors", timeout=5).json()
 
 
+def has_logger_level(process: WorkerProcess, name: str, level: str) -> bool:
+    answer = httpx.get(f"{process.url}/admin/loggers/{name}", timeout=5)
+    return answer.status_code == 200 and answer.json()["level"] == level
+
+
 def started(status: dict[str, Any]) -> dict[int, str]:
     return {task["id"]: task["started_at"] for task in status["tasks"]}
 
@@ -194,6 +199,44 @@ def test_unknown_connector_is_404_everywhere(worker: WorkerProcess, method: str,
     assert "ghost" in body["message"]
 
 
+def test_connector_plugins_list_describe_and_validate(worker: WorkerProcess) -> None:
+    api = Api(worker.url)
+    plugins = api.call("GET", "/connector-plugins?connectorsOnly=true", 200).json()
+    generator = next(p for p in plugins if p["class"].endswith("GeneratorConnector"))
+    assert generator["type"] == "source"
+    keys = [
+        entry["name"]
+        for entry in api.call("GET", "/connector-plugins/generator/config", 200).json()
+    ]
+    assert {"connector.class", "tasks.max", "rows.per.second"} <= set(keys)
+
+    valid = {"connector.class": "generator", "tasks.max": "2", "output.path": "/tmp/x"}
+    result = api.call("PUT", "/connector-plugins/generator/config/validate", 200, json=valid)
+    assert result.json()["error_count"] == 0
+
+    invalid = {**valid, "tasks.max": "zero"}
+    result = api.call("PUT", "/connector-plugins/generator/config/validate", 200, json=invalid)
+    body = result.json()
+    assert body["error_count"] == 1
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in body["configs"]}
+    assert errors["tasks.max"], body
+
+    api.call("GET", "/connector-plugins/NoSuchConnector/config", 404)
+    api.call("PUT", "/connector-plugins/NoSuchConnector/config/validate", 404, json=valid)
+
+
+def test_loggers_on_one_worker(worker: WorkerProcess) -> None:
+    api = Api(worker.url)
+    assert "root" in api.call("GET", "/admin/loggers", 200).json()
+    changed = api.call("PUT", "/admin/loggers/herder", 200, json={"level": "DEBUG"}).json()
+    assert "herder" in changed and "herder.herder" in changed
+    level = api.call("GET", "/admin/loggers/herder.herder", 200).json()
+    assert level["level"] == "DEBUG" and level["last_modified"] is not None
+    api.call("PUT", "/admin/loggers/herder", 200, json={"level": "INFO"})
+    api.call("PUT", "/admin/loggers/herder", 400, json={"level": "LOUD"})
+    api.call("GET", "/admin/loggers/no.such.logger", 404)
+
+
 def test_health_is_503_until_joined_then_200(broker: EmbeddedBroker, tmp_path: Path) -> None:
     process = WorkerProcess(
         "health", broker.bootstrap_servers, tmp_path, tmp_path, [f"group.id=health-{free_port()}"]
@@ -210,7 +253,7 @@ def test_health_is_503_until_joined_then_200(broker: EmbeddedBroker, tmp_path: P
         process.kill()
 
 
-def test_a_write_sent_to_a_follower_is_forwarded_to_the_leader(
+def test_follower_forwards_writes_and_cluster_log_levels_reach_every_worker(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     group = [f"group.id=forward-{free_port()}"]
@@ -235,6 +278,16 @@ def test_a_write_sent_to_a_follower_is_forwarded_to_the_leader(
         Api(follower.url).call("PUT", "/connectors/via-follower/pause", 202)
         for process in (first, second):
             wait_until(partial(lists_connector, process, "via-follower"), TIMEOUT_S)
+
+        Api(follower.url).call(
+            "PUT", "/admin/loggers/worker.spark?scope=cluster", 204, json={"level": "trace"}
+        )
+        for process in (first, second):
+            wait_until(
+                partial(has_logger_level, process, "worker.spark", "TRACE"),
+                TIMEOUT_S,
+                what=f"{process.name} to apply the cluster-wide level",
+            )
     finally:
         first.kill()
         second.kill()

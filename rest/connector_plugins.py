@@ -1,0 +1,268 @@
+"""`/connector-plugins/...`: Kafka Connect's plugin listing, config schema and validation.
+
+Tools written for Kafka Connect (UIs, CLIs, deployment pipelines) discover which
+connectors a cluster offers and check a config before submitting it; they read Connect's
+entities (`PluginInfo`, `ConfigKeyInfo`, `ConfigInfos`), so those shapes are kept field
+for field. A plugin's schema is its pydantic `config_model`, read through the field
+aliases (the config keys), behind the framework's own settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from importlib.metadata import packages_distributions
+from importlib.metadata import version as package_version
+from types import NoneType, UnionType
+from typing import Annotated, Any, Final, Union, get_args, get_origin
+
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, Field, SecretStr
+from pydantic.fields import FieldInfo
+
+from rest.errors import error_response
+from rest.models import ConfigValue, ErrorBody, config_string, string_config
+from worker.plugins import (
+    ConfigProblem,
+    Connector,
+    ConnectorConfigError,
+    PluginRegistry,
+    UnknownPluginError,
+    _FrameworkSettings,
+    parse_config,
+    qualified_name,
+)
+
+CONNECTOR_CLASS: Final = "connector.class"
+HIDDEN: Final = "[hidden]"
+"""What Connect shows instead of a PASSWORD value."""
+
+_SCALAR_TYPES: Final = ((bool, "BOOLEAN"), (int, "INT"), (float, "DOUBLE"), (SecretStr, "PASSWORD"))
+_LIST_TYPES: Final = (list, tuple, set, frozenset)
+
+
+class PluginInfo(BaseModel):
+    plugin_class: str = Field(alias="class")
+    type: str
+    version: str | None = Field(
+        default=None, description="absent when no installed distribution ships the plugin"
+    )
+
+
+class ConfigKeyInfo(BaseModel):
+    name: str
+    type: str = Field(description="STRING, INT, LONG, DOUBLE, BOOLEAN, LIST, PASSWORD or CLASS")
+    required: bool
+    default_value: str | None
+    importance: str
+    documentation: str
+    group: str | None = None
+    width: str = "NONE"
+    display_name: str
+    dependents: list[str] = Field(default_factory=list)
+    order_in_group: int = Field(default=-1, serialization_alias="order")
+
+
+class ConfigValueInfo(BaseModel):
+    name: str
+    value: str | None
+    recommended_values: list[str] = Field(default_factory=list)
+    errors: list[str]
+    visible: bool = True
+
+
+class ConfigInfo(BaseModel):
+    definition: ConfigKeyInfo
+    value: ConfigValueInfo
+
+
+class ConfigInfos(BaseModel):
+    name: str
+    error_count: int
+    groups: list[str] = Field(default_factory=list)
+    configs: list[ConfigInfo]
+
+
+def connector_plugins_router(registry: PluginRegistry) -> APIRouter:
+    router = APIRouter(prefix="/connector-plugins")
+    owners = packages_distributions()
+
+    @router.get("", response_model=list[PluginInfo], response_model_exclude_none=True)
+    async def list_plugins(
+        connectors_only: Annotated[bool, Query(alias="connectorsOnly")] = True,
+    ) -> list[PluginInfo]:
+        """`connectorsOnly` is accepted for Connect's clients; with no transforms,
+        converters or predicates here, both values list the same plugins."""
+        plugins = [_plugin_info(c, owners) for c in registry.list_plugins()]
+        return sorted(plugins, key=lambda plugin: plugin.plugin_class)
+
+    @router.get(
+        "/{plugin}/config",
+        response_model=list[ConfigKeyInfo],
+        responses={404: {"model": ErrorBody}},
+    )
+    async def plugin_config(plugin: str) -> list[ConfigKeyInfo] | Response:
+        try:
+            connector = registry.resolve(plugin)
+        except UnknownPluginError as exc:
+            return error_response(404, str(exc))
+        return list(config_definitions(connector).values())
+
+    @router.put(
+        "/{plugin}/config/validate",
+        response_model=ConfigInfos,
+        responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
+    )
+    async def validate_config(
+        plugin: str, config: dict[str, ConfigValue]
+    ) -> ConfigInfos | Response:
+        """An invalid value is reported inside the 200 answer, not as an HTTP error."""
+        try:
+            connector = registry.resolve(plugin)
+        except UnknownPluginError as exc:
+            return error_response(404, str(exc))
+        settings = {CONNECTOR_CLASS: plugin, **string_config(config)}
+        if not _resolves_to(registry, settings[CONNECTOR_CLASS], connector):
+            return error_response(
+                400,
+                f"Included connector type {settings[CONNECTOR_CLASS]} does not match "
+                f"request type {plugin}",
+            )
+        return config_infos(connector, settings)
+
+    return router
+
+
+def _plugin_info(connector: type[Connector], owners: Mapping[str, list[str]]) -> PluginInfo:
+    return PluginInfo.model_validate(
+        {
+            "class": qualified_name(connector),
+            "type": connector.connector_type,
+            "version": _version(connector, owners),
+        }
+    )
+
+
+def _version(connector: type[Connector], owners: Mapping[str, list[str]]) -> str | None:
+    """The version of the installed distribution that ships the plugin's package, as
+    Connect reports the version of the jar a plugin came from."""
+    top_level = connector.__module__.partition(".")[0]
+    distribution = next(iter(owners.get(top_level, ())), None)
+    return None if distribution is None else package_version(distribution)
+
+
+def _resolves_to(registry: PluginRegistry, class_name: str, connector: type[Connector]) -> bool:
+    """Whether `class_name` (alias, class name or path) resolves to `connector`."""
+    try:
+        return registry.resolve(class_name) is connector
+    except UnknownPluginError:
+        return False
+
+
+def config_definitions(connector: type[Connector]) -> dict[str, ConfigKeyInfo]:
+    """Every setting by key: the framework's first, then the plugin's in declaration order.
+
+    A plugin that declares a framework key as well does not get it listed twice.
+    """
+    definitions: dict[str, ConfigKeyInfo] = {}
+    for model in (_FrameworkSettings, connector.config_model):
+        for name, field in model.model_fields.items():
+            key = field.alias or name
+            definitions.setdefault(key, _definition(key, field))
+    return definitions
+
+
+def _definition(key: str, field: FieldInfo) -> ConfigKeyInfo:
+    required = field.is_required()
+    return ConfigKeyInfo(
+        name=key,
+        type=connect_type(field.annotation),
+        required=required,
+        default_value=None if required else _default_text(field),
+        importance="HIGH" if required else "MEDIUM",
+        documentation=field.description or "",
+        display_name=key,
+    )
+
+
+def connect_type(annotation: Any) -> str:
+    """Connect's type name for a pydantic annotation; STRING when nothing closer fits
+    (Literal, Path, enums), since every value arrives as a string anyway."""
+    origin = get_origin(annotation)
+    if origin in (Union, UnionType):
+        present = [arg for arg in get_args(annotation) if arg is not NoneType]
+        return connect_type(present[0]) if len(present) == 1 else "STRING"
+    if origin is Annotated:
+        return connect_type(get_args(annotation)[0])
+    if origin is type:
+        return "CLASS"
+    kind = origin or annotation
+    if not isinstance(kind, type):
+        return "STRING"
+    if issubclass(kind, _LIST_TYPES):
+        return "LIST"
+    return next((name for base, name in _SCALAR_TYPES if issubclass(kind, base)), "STRING")
+
+
+def _default_text(field: FieldInfo) -> str | None:
+    default = field.get_default(call_default_factory=True)
+    return None if default is None else _as_text(default)
+
+
+def _as_text(value: object) -> str:
+    """A value written the way a user would type it in the string config."""
+    if isinstance(value, _LIST_TYPES):
+        return ",".join(_as_text(item) for item in value)
+    if isinstance(value, str | int | float):
+        return config_string(value)
+    return str(value)
+
+
+def config_infos(connector: type[Connector], settings: Mapping[str, str]) -> ConfigInfos:
+    """Connect's ConfigInfos for `settings`: one entry per defined key, with its errors.
+
+    A problem under no defined key (one about the config as a whole) must still count, or
+    a config that creating the connector refuses would validate clean; it is filed under
+    `connector.class`, the plugin that refused the config.
+    """
+    definitions = config_definitions(connector)
+    errors: dict[str, list[str]] = {key: [] for key in definitions}
+    for problem in _problems(connector, settings):
+        if problem.key in errors:
+            errors[problem.key].append(problem.message)
+        else:
+            errors[CONNECTOR_CLASS].append(str(problem))
+    return ConfigInfos(
+        name=qualified_name(connector),
+        error_count=sum(len(messages) for messages in errors.values()),
+        configs=[
+            ConfigInfo(definition=definition, value=_value(definition, settings, errors[key]))
+            for key, definition in definitions.items()
+        ],
+    )
+
+
+def _problems(connector: type[Connector], settings: Mapping[str, str]) -> list[ConfigProblem]:
+    """The framework's and the plugin's problems together: creating a connector stops at
+    the first stage that fails, but a validation answer should show everything at once."""
+    checks: tuple[Callable[[Mapping[str, str]], object], ...] = (
+        partial(parse_config, _FrameworkSettings),
+        connector().validate,
+    )
+    problems: list[ConfigProblem] = []
+    for check in checks:
+        try:
+            check(settings)
+        except ConnectorConfigError as exc:
+            problems.extend(exc.problems)
+    return problems
+
+
+def _value(
+    definition: ConfigKeyInfo, settings: Mapping[str, str], errors: list[str]
+) -> ConfigValueInfo:
+    """The value as given, else the default, as Connect shows it; passwords stay hidden."""
+    value = settings.get(definition.name, definition.default_value)
+    if definition.type == "PASSWORD" and value is not None:
+        value = HIDDEN
+    return ConfigValueInfo(name=definition.name, value=value, errors=errors)
