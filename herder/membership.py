@@ -121,6 +121,7 @@ class GroupMember:
         self._rebalance_noticed_at: float | None = None
         self._unreachable = False
         self.member_id = ""
+        self._leader_id = ""
         self.generation = -1
 
     def must_fence(self, margin_s: float) -> bool:
@@ -182,6 +183,7 @@ class GroupMember:
             if assignment is not None:
                 self._rebalance_noticed_at = None
                 self.generation = members.generation
+                self._leader_id = members.leader_id
                 return Generation(members.generation, self.member_id, members.leader_id, assignment)
 
     async def heartbeat(self) -> HeartbeatOutcome:
@@ -211,15 +213,32 @@ class GroupMember:
         return HeartbeatOutcome.REJOIN
 
     async def leave(self) -> None:
-        """Leave the group now so the others rebalance without waiting for our session to expire."""
+        """Leave the group now so the others rebalance without waiting for our session to
+        expire; a leader caught in a rebalance lets its session expire instead.
+
+        Tansu keeps the leader of a forming generation when that leader leaves, so every
+        later generation names a member that is gone and no SyncGroup ever succeeds; an
+        expired leader, in contrast, is replaced. Kafka copes with either way out.
+        """
         if not self.member_id:
             return
-        try:
-            await self._send(LeaveGroupRequest(self._group_id, self.member_id))
-        except (CoordinatorUnavailable, KafkaError) as exc:
-            log.warning("could not leave the group cleanly: %s", exc)
+        if self.member_id == self._leader_id and await self._rebalancing():
+            log.info(
+                "leaving by session expiry (%d ms): the group is rebalancing and this worker "
+                "leads it",
+                self._session_timeout_ms,
+            )
+        else:
+            try:
+                await self._send(LeaveGroupRequest(self._group_id, self.member_id))
+            except (CoordinatorUnavailable, KafkaError) as exc:
+                log.warning("could not leave the group cleanly: %s", exc)
         self.member_id = ""
+        self._leader_id = ""
         self.generation = -1
+
+    async def _rebalancing(self) -> bool:
+        return await self.heartbeat() is not HeartbeatOutcome.OK
 
     async def _join_round(self, metadata: bytes) -> JoinedMembers | None:
         request = JoinGroupRequest(

@@ -66,6 +66,33 @@ async def test_two_members_share_a_generation_and_rebalance_on_leave(
         await second.close()
 
 
+async def test_a_leader_leaving_during_a_rebalance_does_not_strand_the_group(
+    broker: EmbeddedBroker,
+) -> None:
+    """Tansu keeps a departed leader as leader of a forming generation; the follower
+    would then wait for an assignment forever."""
+    group = f"leader-leaves-{free_port()}"
+    first, second = member(broker, group), member(broker, group)
+    await first.start()
+    await second.start()
+    try:
+        one, _ = await asyncio.gather(
+            first.join(b"first", echo_leader), second.join(b"second", echo_leader)
+        )
+        leader, follower = (first, second) if one.is_leader else (second, first)
+        rejoin = asyncio.create_task(follower.join(b"follower-again", echo_leader))
+        await asyncio.sleep(1)
+        await leader.leave()
+
+        async with asyncio.timeout(60):
+            alone = await rejoin
+        assert alone.is_leader
+        assert alone.assignment == b"follower-again"
+    finally:
+        await first.close()
+        await second.close()
+
+
 async def test_unreachable_broker_raises_coordinator_unavailable() -> None:
     lonely = GroupMember(
         f"127.0.0.1:{free_port()}",
