@@ -4,6 +4,7 @@ eager takes the whole group back to eager."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from worker.embedded_broker import EmbeddedBroker
 pytestmark = pytest.mark.integration
 
 EAGER, COOPERATIVE = 0, 2
+TASKS = [("alpha", task) for task in range(4)] + [("beta", task) for task in range(2)]
 
 
 def test_rolling_upgrade_from_eager_to_cooperative_and_back(
@@ -58,9 +60,13 @@ def test_rolling_upgrade_from_eager_to_cooperative_and_back(
             what="one eager worker to take the group back to eager",
         )
         cluster.wait_converged(6)
+        for connector, task in TASKS:
+            wait_until(
+                partial(committed_column, output / connector / f"task-{task}", "seq"),
+                120,
+                what=f"{connector}-{task} to commit a batch",
+            )
 
-    for connector, tasks in (("alpha", 4), ("beta", 2)):
-        for task in range(tasks):
-            seqs = committed_column(output / connector / f"task-{task}", "seq")
-            assert seqs, f"{connector}-{task} wrote nothing"
-            assert seqs == list(range(len(seqs))), f"{connector}-{task}: gap or duplicate"
+    for connector, task in TASKS:
+        seqs = committed_column(output / connector / f"task-{task}", "seq")
+        assert seqs == list(range(len(seqs))), f"{connector}-{task}: gap or duplicate"
