@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib.metadata import version as package_version
 
 from fastapi import FastAPI, Request, Response
@@ -20,6 +20,7 @@ from herder.herder import (
     NotLeader,
     TaskNotFound,
 )
+from rest.auth import Scheme, require_authentication
 from rest.connector_plugins import connector_plugins_router
 from rest.connectors import connectors_router
 from rest.errors import error_response
@@ -52,6 +53,7 @@ def create_app(
     commit: str,
     plugins: PluginRegistry,
     logger_levels: LoggerLevels,
+    auth: tuple[Scheme, Sequence[str]] | None = None,
 ) -> FastAPI:
     app = FastAPI(title="sparkherd", version=package_version("sparkherd"))
 
@@ -131,6 +133,8 @@ def create_app(
     app.include_router(loggers_router(logger_levels, herder))
     app.include_router(leave_group_router(herder))
     _guard_names(app)
+    if auth is not None:
+        require_authentication(app, *auth)
     return app
 
 

@@ -23,6 +23,7 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    SecretStr,
     ValidationError,
     model_validator,
 )
@@ -266,6 +267,19 @@ class WorkerConfig(BaseModel):
     task_shutdown_graceful_timeout_ms: _JavaInt = _int_field(
         5_000, "task.shutdown.graceful.timeout.ms", 0
     )
+    rest_auth: Literal["none", "basic", "bearer"] = Field(
+        "none", alias="rest.auth", description="one of 'none', 'basic' or 'bearer'"
+    )
+    rest_auth_credentials: SecretStr | None = Field(
+        None,
+        alias="rest.auth.credentials",
+        description="comma-separated user:password pairs (basic) or tokens (bearer)",
+    )
+    rest_auth_credentials_file: Path | None = Field(
+        None,
+        alias="rest.auth.credentials.file",
+        description="a file path (one user:password or token per line)",
+    )
     spark_conf: dict[str, str] = Field(
         default_factory=lambda: {"spark.master": DEFAULT_SPARK_MASTER}
     )
@@ -290,6 +304,7 @@ class WorkerConfig(BaseModel):
                 f"(got {self.heartbeat_interval_ms} >= {self.session_timeout_ms})",
                 "heartbeat.interval.ms",
             )
+        self._check_rest_auth()
         topics = [
             ("config.storage.topic", self.config_storage_topic),
             ("status.storage.topic", self.status_storage_topic),
@@ -302,6 +317,53 @@ class WorkerConfig(BaseModel):
                         f"'{key}' must differ from '{earlier_key}' (both are '{topic}')", key
                     )
         return self
+
+    def _check_rest_auth(self) -> None:
+        """Credentials are read and checked at start-up, so a typo in the file stops the
+        worker with one line instead of locking every client out later."""
+        given = [
+            key
+            for key, value in (
+                ("rest.auth.credentials", self.rest_auth_credentials),
+                ("rest.auth.credentials.file", self.rest_auth_credentials_file),
+            )
+            if value is not None
+        ]
+        if self.rest_auth == "none":
+            return
+        if len(given) != 1:
+            raise _invalid(
+                f"'rest.auth={self.rest_auth}' needs exactly one of 'rest.auth.credentials' "
+                f"and 'rest.auth.credentials.file' (got {len(given)})",
+                "rest.auth",
+            )
+        entries = self.rest_credentials
+        if not entries:
+            raise _invalid(f"'{given[0]}' holds no credentials", given[0])
+        if self.rest_auth == "basic":
+            for number, entry in enumerate(entries, start=1):
+                if not entry.partition(":")[0] or ":" not in entry:
+                    raise _invalid(
+                        f"'{given[0]}' entry {number} must be user:password",
+                        given[0],
+                    )
+
+    @property
+    def rest_credentials(self) -> tuple[str, ...]:
+        """The accepted `user:password` pairs or tokens; empty when `rest.auth=none`."""
+        if self.rest_auth_credentials is not None:
+            return _entries(self.rest_auth_credentials.get_secret_value().split(","))
+        if self.rest_auth_credentials_file is None or self.rest_auth == "none":
+            return ()
+        path = self.rest_auth_credentials_file
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _invalid(
+                f"'rest.auth.credentials.file' cannot be read ({path}): {exc}",
+                "rest.auth.credentials.file",
+            ) from None
+        return _entries(text.splitlines())
 
     def __init__(self, **values: object) -> None:
         """Keywords are the dotted keys, e.g. `WorkerConfig(**{"rest.port": 9000})`."""
@@ -345,6 +407,10 @@ class WorkerConfig(BaseModel):
     def ignored_keys(self) -> list[str]:
         """Kafka Connect keys that were given but have no effect here, for the caller to log."""
         return sorted(key for key in self._given if key in CONNECT_COMPAT_IGNORED_KEYS)
+
+
+def _entries(lines: Sequence[str]) -> tuple[str, ...]:
+    return tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
 _FIELDS_BY_KEY = {field.alias: field for field in WorkerConfig.model_fields.values() if field.alias}

@@ -108,6 +108,9 @@ class WorkerService:
             source_commit(),
             self._registry,
             self._logger_levels,
+            None
+            if self.config.rest_auth == "none"
+            else (self.config.rest_auth, self.config.rest_credentials),
         )
         server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="rest")

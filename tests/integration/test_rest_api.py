@@ -4,6 +4,7 @@ real worker processes (real broker, real Spark)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,36 @@ def lists_connector(process: WorkerProcess, name: str) -> bool:
 def has_logger_level(process: WorkerProcess, name: str, level: str) -> bool:
     answer = httpx.get(f"{process.url}/admin/loggers/{name}", timeout=5)
     return answer.status_code == 200 and answer.json()["level"] == level
+
+
+@contextmanager
+def worker_pair(
+    broker: EmbeddedBroker, root: Path, settings: list[str], auth: httpx.Auth | None = None
+) -> Iterator[tuple[WorkerProcess, WorkerProcess, str, WorkerProcess]]:
+    """Two ready workers of one group: (first, second, the leader's URL, the follower)."""
+    first = WorkerProcess("first", broker.bootstrap_servers, root, root, settings).start()
+    second = WorkerProcess("second", broker.bootstrap_servers, root, root, settings).start()
+    try:
+        for process in (first, second):
+            process.wait_ready(TIMEOUT_S)
+        leader: str = wait_until(
+            lambda: httpx.get(f"{first.url}/workers", auth=auth, timeout=5).json()["leader"],
+            TIMEOUT_S,
+            what="a leader",
+        )
+        yield first, second, leader, second if leader == first.url else first
+    finally:
+        first.kill()
+        second.kill()
+
+
+def stopped_connector(name: str, root: Path) -> dict[str, Any]:
+    """A body that creates a connector without starting Spark."""
+    return {
+        "name": name,
+        "config": generator_config(root / "out", 1),
+        "initial_state": "STOPPED",
+    }
 
 
 def started(status: dict[str, Any]) -> dict[int, str]:
@@ -256,23 +287,9 @@ def test_health_is_503_until_joined_then_200(broker: EmbeddedBroker, tmp_path: P
 def test_follower_forwards_writes_and_cluster_log_levels_reach_every_worker(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    group = [f"group.id=forward-{free_port()}"]
-    first = WorkerProcess("first", broker.bootstrap_servers, tmp_path, tmp_path, group).start()
-    second = WorkerProcess("second", broker.bootstrap_servers, tmp_path, tmp_path, group).start()
-    try:
-        for process in (first, second):
-            process.wait_ready(TIMEOUT_S)
-        leader = wait_until(
-            lambda: httpx.get(f"{first.url}/workers", timeout=5).json()["leader"],
-            TIMEOUT_S,
-            what="a leader",
-        )
-        follower = second if leader == first.url else first
-        body = {
-            "name": "via-follower",
-            "config": generator_config(tmp_path / "out", 1),
-            "initial_state": "STOPPED",
-        }
+    with worker_pair(broker, tmp_path, [f"group.id=forward-{free_port()}"]) as pair:
+        first, second, _, follower = pair
+        body = stopped_connector("via-follower", tmp_path)
         created = Api(follower.url).call("POST", "/connectors", 201, json=body)
         assert created.headers["location"] == "/connectors/via-follower"
         Api(follower.url).call("PUT", "/connectors/via-follower/pause", 202)
@@ -288,6 +305,28 @@ def test_follower_forwards_writes_and_cluster_log_levels_reach_every_worker(
                 TIMEOUT_S,
                 what=f"{process.name} to apply the cluster-wide level",
             )
-    finally:
-        first.kill()
-        second.kill()
+
+
+def test_basic_auth_guards_every_worker_and_survives_forwarding(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    users = tmp_path / "users"
+    users.write_text("admin:s3cret\n", encoding="utf-8")
+    settings = [
+        f"group.id=auth-{free_port()}",
+        "rest.auth=basic",
+        f"rest.auth.credentials.file={users}",
+    ]
+    admin = httpx.BasicAuth("admin", "s3cret")
+    with worker_pair(broker, tmp_path, settings, admin) as (_, _, leader, follower):
+        body = stopped_connector("guarded", tmp_path)
+        refused = httpx.post(f"{follower.url}/connectors", json=body, timeout=30)
+        assert refused.status_code == 401, refused.text
+        assert refused.headers["www-authenticate"].startswith("Basic")
+        wrong = httpx.BasicAuth("admin", "guess")
+        assert httpx.get(f"{leader}/connectors", auth=wrong, timeout=5).status_code == 401
+
+        created = httpx.post(f"{follower.url}/connectors", json=body, auth=admin, timeout=30)
+        assert created.status_code == 201, created.text
+        assert httpx.get(f"{leader}/connectors", auth=admin, timeout=5).json() == ["guarded"]
+        assert httpx.get(f"{follower.url}/health", timeout=5).status_code == 200

@@ -509,3 +509,54 @@ def test_with_overrides_accepts_snake_and_dotted_names_and_derives_again() -> No
 def test_with_overrides_validates() -> None:
     with pytest.raises(ConfigError, match=r"'rest\.port' must be an integer"):
         load().with_overrides(rest_port=0)
+
+
+def test_rest_auth_is_off_by_default_and_needs_no_credentials() -> None:
+    config = load()
+    assert (config.rest_auth, config.rest_credentials) == ("none", ())
+
+
+def test_rest_auth_credentials_from_the_environment() -> None:
+    env = {"SPARKHERD_REST_AUTH_CREDENTIALS": "alice:s3cret, bob:pw:with:colons"}
+    config = load("rest.auth=basic", env=env)
+    assert config.rest_credentials == ("alice:s3cret", "bob:pw:with:colons")
+    assert "s3cret" not in repr(config)
+
+
+def test_rest_auth_credentials_file_skips_blanks_and_comments(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# CI tokens\n\nt0ken-one\n  t0ken-two  \n", encoding="utf-8")
+    config = load("rest.auth=bearer", f"rest.auth.credentials.file={tokens}")
+    assert config.rest_credentials == ("t0ken-one", "t0ken-two")
+
+
+CREDENTIALS, CREDENTIALS_FILE = "rest.auth.credentials", "rest.auth.credentials.file"
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "fragment"),
+    [
+        (["rest.auth=basic"], "rest.auth", "needs exactly one of"),
+        (
+            ["rest.auth=bearer", f"{CREDENTIALS}=t", f"{CREDENTIALS_FILE}=/etc/hosts"],
+            "rest.auth",
+            "needs exactly one of",
+        ),
+        (["rest.auth=basic", f"{CREDENTIALS}=alice"], CREDENTIALS, "user:password"),
+        (["rest.auth=basic", f"{CREDENTIALS}=:pw"], CREDENTIALS, "user:password"),
+        (["rest.auth=bearer", f"{CREDENTIALS}= , "], CREDENTIALS, "no credentials"),
+        (["rest.auth=digest", f"{CREDENTIALS}=t"], "rest.auth", "'none', 'basic' or 'bearer'"),
+    ],
+)
+def test_rest_auth_mistakes_name_the_key(settings: list[str], key: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(*settings)
+    assert raised.value.key == key
+    assert fragment in str(raised.value)
+
+
+def test_unreadable_credentials_file_names_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load("rest.auth=bearer", f"rest.auth.credentials.file={tmp_path / 'missing'}")
+    assert raised.value.key == "rest.auth.credentials.file"
+    assert "cannot be read" in str(raised.value)
