@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from importlib.metadata import version as package_version
 
 from fastapi import FastAPI, Request, Response
@@ -20,7 +20,7 @@ from herder.herder import (
     NotLeader,
     TaskNotFound,
 )
-from rest.auth import Scheme, require_authentication
+from rest.auth import require_authentication
 from rest.connector_plugins import connector_plugins_router
 from rest.connectors import connectors_router
 from rest.errors import error_response
@@ -34,6 +34,7 @@ from rest.models import (
     WorkerBody,
     check_connector_name,
 )
+from rest.security import RestSecurity
 from worker.plugins import PluginRegistry
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def create_app(
     commit: str,
     plugins: PluginRegistry,
     logger_levels: LoggerLevels,
-    auth: tuple[Scheme, Sequence[str]] | None = None,
+    security: RestSecurity,
 ) -> FastAPI:
     app = FastAPI(title="sparkherd", version=package_version("sparkherd"))
 
@@ -64,7 +65,7 @@ def create_app(
             and exc.leader_url is not None
             and FORWARDED_HEADER not in request.headers
         ):
-            return await forward_to_leader(request, exc.leader_url)
+            return await forward_to_leader(request, exc.leader_url, security.peer_verify)
         return error_response(ERROR_STATUS.get(type(exc), 500), str(exc))
 
     @app.exception_handler(RequestValidationError)
@@ -133,8 +134,8 @@ def create_app(
     app.include_router(loggers_router(logger_levels, herder))
     app.include_router(leave_group_router(herder))
     _guard_names(app)
-    if auth is not None:
-        require_authentication(app, *auth)
+    if security.auth is not None:
+        require_authentication(app, *security.auth)
     return app
 
 

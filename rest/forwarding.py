@@ -7,6 +7,8 @@ request makes at most two hops even while leadership moves.
 
 from __future__ import annotations
 
+import ssl
+
 import httpx
 from fastapi import Request, Response
 
@@ -16,7 +18,9 @@ FORWARDED_HEADER = "x-sparkherd-forwarded"
 FORWARD_TIMEOUT_S = 30.0
 
 
-async def forward_to_leader(request: Request, leader_url: str) -> Response:
+async def forward_to_leader(
+    request: Request, leader_url: str, verify: ssl.SSLContext | bool = True
+) -> Response:
     target = leader_url.rstrip("/") + request.url.path
     headers = {
         key: value
@@ -25,7 +29,7 @@ async def forward_to_leader(request: Request, leader_url: str) -> Response:
     }
     headers[FORWARDED_HEADER] = "1"
     try:
-        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S) as client:
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S, verify=verify) as client:
             answer = await client.request(
                 request.method,
                 target,

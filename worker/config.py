@@ -59,15 +59,13 @@ CONNECT_COMPAT_IGNORED_KEYS = frozenset(
         "status.storage.replication.factor",
         "offset.storage.partitions",
         "status.storage.partitions",
-        "listeners",
         "rest.advertised.listener",
     }
 )
 """Keys found in typical Kafka Connect worker files that sparkherd has no use for.
 
 They are accepted so an existing `connect-distributed.properties` works as is; the caller
-logs them (see `WorkerConfig.ignored_keys`). sparkherd listens on `rest.host.name` and
-`rest.port` rather than `listeners`. Any other unknown key is an error.
+logs them (see `WorkerConfig.ignored_keys`). Any other unknown key is an error.
 """
 
 DEFAULT_GROUP_ID = "sparkherd"
@@ -83,6 +81,10 @@ _CUSTOM_ERROR = "sparkherd_config"
 _HOSTNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 _KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _DECIMAL_INT = re.compile(r"[+-]?[0-9]+")
+_LISTENER = re.compile(
+    r"(?P<scheme>https?)://(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[^:\[\]]*)):(?P<port>[0-9]+)",
+    re.IGNORECASE,
+)
 _BOOTSTRAP_ENTRY = re.compile(r"(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[^:\[\]]+)):(?P<port>[0-9]+)")
 
 
@@ -267,6 +269,22 @@ class WorkerConfig(BaseModel):
     task_shutdown_graceful_timeout_ms: _JavaInt = _int_field(
         5_000, "task.shutdown.graceful.timeout.ms", 0
     )
+    listeners: str | None = Field(
+        None,
+        alias="listeners",
+        description="one listener URL, http://host:port or https://host:port",
+    )
+    listeners_https_ssl_certfile: Path | None = Field(
+        None, alias="listeners.https.ssl.certfile", description="a PEM certificate file path"
+    )
+    listeners_https_ssl_keyfile: Path | None = Field(
+        None, alias="listeners.https.ssl.keyfile", description="a PEM private key file path"
+    )
+    listeners_https_ssl_cafile: Path | None = Field(
+        None,
+        alias="listeners.https.ssl.cafile",
+        description="a PEM file of the CAs that sign the other workers' certificates",
+    )
     rest_auth: Literal["none", "basic", "bearer"] = Field(
         "none", alias="rest.auth", description="one of 'none', 'basic' or 'bearer'"
     )
@@ -305,6 +323,7 @@ class WorkerConfig(BaseModel):
                 "heartbeat.interval.ms",
             )
         self._check_rest_auth()
+        self._check_tls()
         topics = [
             ("config.storage.topic", self.config_storage_topic),
             ("status.storage.topic", self.status_storage_topic),
@@ -317,6 +336,19 @@ class WorkerConfig(BaseModel):
                         f"'{key}' must differ from '{earlier_key}' (both are '{topic}')", key
                     )
         return self
+
+    def _check_tls(self) -> None:
+        if self.rest_scheme == "http":
+            return
+        for key, path in (
+            ("listeners.https.ssl.certfile", self.listeners_https_ssl_certfile),
+            ("listeners.https.ssl.keyfile", self.listeners_https_ssl_keyfile),
+            ("listeners.https.ssl.cafile", self.listeners_https_ssl_cafile),
+        ):
+            if path is None and key != "listeners.https.ssl.cafile":
+                raise _invalid(f"an https listener needs '{key}'", key)
+            if path is not None and not path.is_file():
+                raise _invalid(f"'{key}' must be a readable file (got '{path}')", key)
 
     def _check_rest_auth(self) -> None:
         """Credentials are read and checked at start-up, so a typo in the file stops the
@@ -391,8 +423,13 @@ class WorkerConfig(BaseModel):
         return f"{bracketed}:{self.rest_advertised_port}"
 
     @property
+    def rest_scheme(self) -> Literal["http", "https"]:
+        https = self.listeners is not None and self.listeners.lower().startswith("https:")
+        return "https" if https else "http"
+
+    @property
     def rest_url(self) -> str:
-        return f"http://{self.worker_id}"
+        return f"{self.rest_scheme}://{self.worker_id}"
 
     @property
     def identity(self) -> str:
@@ -434,6 +471,7 @@ def _with_derived_defaults(data: Mapping[str, object]) -> dict[str, object]:
         raise _invalid(
             "'spark.master' must be a Spark master URL such as local[*] (got '')", "spark.master"
         )
+    values.update(_listener_address(values.get("listeners")))
     group_id = values.get("group.id", DEFAULT_GROUP_ID)
     values.setdefault("config.storage.topic", f"{group_id}-configs")
     values.setdefault("status.storage.topic", f"{group_id}-status")
@@ -444,6 +482,22 @@ def _with_derived_defaults(data: Mapping[str, object]) -> dict[str, object]:
     values.setdefault("rest.advertised.port", values.get("rest.port", DEFAULT_REST_PORT))
     values["spark_conf"] = spark_conf
     return values
+
+
+def _listener_address(listeners: object) -> dict[str, object]:
+    """`rest.host.name` and `rest.port` from `listeners`, which wins over them as in
+    Kafka Connect; an empty host means every interface. One listener only."""
+    if listeners is None or listeners == "":
+        return {}
+    match = _LISTENER.fullmatch(str(listeners))
+    if match is None or not 1 <= int(match["port"]) <= 65535:
+        raise _invalid(
+            "'listeners' must be one URL, http://host:port or https://host:port "
+            f"(got {listeners!r})",
+            "listeners",
+        )
+    host = match["ipv6"] or match["host"] or "0.0.0.0"
+    return {"rest.host.name": host, "rest.port": match["port"]}
 
 
 def _did_you_mean(key: str) -> list[str]:

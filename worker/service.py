@@ -21,6 +21,7 @@ import uvicorn
 from herder.herder import DistributedHerder
 from rest.app import create_app
 from rest.loggers import LoggerLevels
+from rest.security import RestSecurity
 from worker.config import WorkerConfig
 from worker.connector_plugins import RegistryPlugins
 from worker.connectors import default_registry
@@ -108,11 +109,17 @@ class WorkerService:
             source_commit(),
             self._registry,
             self._logger_levels,
-            None
-            if self.config.rest_auth == "none"
-            else (self.config.rest_auth, self.config.rest_credentials),
+            RestSecurity.from_config(self.config),
         )
-        server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        server = _Server(
+            uvicorn.Config(
+                app,
+                log_level="warning",
+                lifespan="off",
+                ssl_certfile=self.config.listeners_https_ssl_certfile,
+                ssl_keyfile=self.config.listeners_https_ssl_keyfile,
+            )
+        )
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="rest")
         herding = asyncio.create_task(self.herder.wait_closed(), name="herder-loop")
         stopping = asyncio.create_task(self._stop.wait(), name="stop-request")

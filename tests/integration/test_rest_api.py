@@ -3,7 +3,8 @@ real worker processes (real broker, real Spark)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -77,16 +78,24 @@ def has_logger_level(process: WorkerProcess, name: str, level: str) -> bool:
 
 @contextmanager
 def worker_pair(
-    broker: EmbeddedBroker, root: Path, settings: list[str], auth: httpx.Auth | None = None
+    broker: EmbeddedBroker,
+    root: Path,
+    settings: list[str],
+    auth: httpx.Auth | Callable[[httpx.Request], httpx.Request] | None = None,
+    tls_ca: Path | None = None,
 ) -> Iterator[tuple[WorkerProcess, WorkerProcess, str, WorkerProcess]]:
     """Two ready workers of one group: (first, second, the leader's URL, the follower)."""
-    first = WorkerProcess("first", broker.bootstrap_servers, root, root, settings).start()
-    second = WorkerProcess("second", broker.bootstrap_servers, root, root, settings).start()
+    first, second = (
+        WorkerProcess(name, broker.bootstrap_servers, root, root, settings, tls_ca=tls_ca).start()
+        for name in ("first", "second")
+    )
     try:
         for process in (first, second):
             process.wait_ready(TIMEOUT_S)
         leader: str = wait_until(
-            lambda: httpx.get(f"{first.url}/workers", auth=auth, timeout=5).json()["leader"],
+            lambda: httpx.get(
+                f"{first.url}/workers", auth=auth, timeout=5, verify=first.verify
+            ).json()["leader"],
             TIMEOUT_S,
             what="a leader",
         )
@@ -330,3 +339,45 @@ def test_basic_auth_guards_every_worker_and_survives_forwarding(
         assert created.status_code == 201, created.text
         assert httpx.get(f"{leader}/connectors", auth=admin, timeout=5).json() == ["guarded"]
         assert httpx.get(f"{follower.url}/health", timeout=5).status_code == 200
+
+
+def test_https_listeners_with_bearer_tokens_forward_over_tls(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", str(key), "-out", str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    settings = [
+        f"group.id=tls-{free_port()}",
+        f"listeners.https.ssl.certfile={cert}",
+        f"listeners.https.ssl.keyfile={key}",
+        f"listeners.https.ssl.cafile={cert}",
+        "rest.auth=bearer",
+        "rest.auth.credentials=t0ken",
+    ]
+    token = {"Authorization": "Bearer t0ken"}
+
+    def bearer(request: httpx.Request) -> httpx.Request:
+        request.headers.update(token)
+        return request
+
+    with worker_pair(broker, tmp_path, settings, bearer, cert) as (first, _, leader, follower):
+        assert leader.startswith("https://")
+        trusted = httpx.Client(verify=first.verify, headers=token, timeout=30)
+        created = trusted.post(
+            f"{follower.url}/connectors", json=stopped_connector("over-tls", tmp_path)
+        )
+        assert created.status_code == 201, created.text
+        assert trusted.get(f"{leader}/connectors").json() == ["over-tls"]
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{follower.url}/connectors", headers=token, timeout=5)
+        plain = f"http://127.0.0.1:{follower.rest_port}/health"
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(plain, timeout=5)

@@ -10,6 +10,7 @@ import contextlib
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -67,11 +68,18 @@ class WorkerProcess:
     log_dir: Path
     extra: Sequence[str] = ()
     rest_port: int = field(default_factory=free_port)
+    tls_ca: Path | None = None
+    """Set when the worker serves https (its `listeners` in `extra`): the CA to trust."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.rest_port}"
+        scheme = "http" if self.tls_ca is None else "https"
+        return f"{scheme}://127.0.0.1:{self.rest_port}"
+
+    @property
+    def verify(self) -> ssl.SSLContext | bool:
+        return True if self.tls_ca is None else ssl.create_default_context(cafile=self.tls_ca)
 
     def command(self) -> list[str]:
         settings = [
@@ -83,6 +91,7 @@ class WorkerProcess:
             "spark.master=local[2]",
             "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
             *self.extra,
+            *([] if self.tls_ca is None else [f"listeners={self.url}"]),
         ]
         args = [sys.executable, "-m", "worker.cli", "worker"]
         for setting in settings:
@@ -100,7 +109,9 @@ class WorkerProcess:
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
         wait_until(
-            lambda: httpx.get(f"{self.url}/health", timeout=2).status_code == 200,
+            lambda: (
+                httpx.get(f"{self.url}/health", timeout=2, verify=self.verify).status_code == 200
+            ),
             timeout_s,
             what=f"{self.name} REST",
         )

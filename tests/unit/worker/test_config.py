@@ -308,11 +308,12 @@ def test_a_kafka_connect_worker_file_loads_with_unused_keys_reported(tmp_path: P
     config = load_worker_config(write(tmp_path, CONNECT_DISTRIBUTED), {}, [])
     assert config.group_id == "connect-cluster"
     assert config.offset_storage_topic == "connect-offsets"
+    assert (config.rest_host_name, config.rest_port) == ("0.0.0.0", 8083)
+    assert config.rest_scheme == "http"
     assert config.ignored_keys == [
         "config.storage.replication.factor",
         "key.converter",
         "key.converter.schemas.enable",
-        "listeners",
         "offset.flush.interval.ms",
         "offset.storage.replication.factor",
         "plugin.path",
@@ -560,3 +561,48 @@ def test_unreadable_credentials_file_names_the_key(tmp_path: Path) -> None:
         load("rest.auth=bearer", f"rest.auth.credentials.file={tmp_path / 'missing'}")
     assert raised.value.key == "rest.auth.credentials.file"
     assert "cannot be read" in str(raised.value)
+
+
+def test_listeners_set_the_rest_address_and_scheme(tmp_path: Path) -> None:
+    cert = tmp_path / "cert.pem"
+    cert.write_text("not parsed at load time", encoding="utf-8")
+    config = load(
+        "rest.port=9999",
+        "listeners=https://127.0.0.2:8443",
+        f"listeners.https.ssl.certfile={cert}",
+        f"listeners.https.ssl.keyfile={cert}",
+    )
+    assert (config.rest_host_name, config.rest_port) == ("127.0.0.2", 8443)
+    assert config.rest_url == "https://127.0.0.2:8443"
+
+
+def test_a_listener_without_a_host_listens_everywhere() -> None:
+    config = load("listeners=http://:8084")
+    assert (config.rest_host_name, config.rest_port, config.rest_scheme) == (
+        "0.0.0.0",
+        8084,
+        "http",
+    )
+    assert config.rest_advertised_host_name == socket.gethostname()
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        (["listeners=ftp://127.0.0.1:21"], "listeners"),
+        (["listeners=http://a:1,http://b:2"], "listeners"),
+        (["listeners=https://127.0.0.1:8443"], "listeners.https.ssl.certfile"),
+        (
+            [
+                "listeners=https://127.0.0.1:8443",
+                "listeners.https.ssl.certfile=/nonexistent/cert.pem",
+                "listeners.https.ssl.keyfile=/nonexistent/key.pem",
+            ],
+            "listeners.https.ssl.certfile",
+        ),
+    ],
+)
+def test_listener_mistakes_name_the_key(settings: list[str], key: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(*settings)
+    assert raised.value.key == key
