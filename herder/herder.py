@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 
 from herder.assignor import inherited_deadline
 from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
@@ -44,7 +45,15 @@ from protocol.messages import (
 )
 from protocol.negotiation import must_release_for_eager, next_version_after
 from protocol.versions import EAGER_VERSION, max_version_for, parse_connect_protocol
+from worker.checkpoint_offsets import (
+    OffsetsError,
+    SourceOffset,
+    alter_offsets,
+    committed_offsets,
+    reset_offsets,
+)
 from worker.config import WorkerConfig
+from worker.plugins import checkpoint_dir_for
 from worker.task_state import TaskState
 
 log = logging.getLogger(__name__)
@@ -77,6 +86,27 @@ class TaskNotFound(HerderError):
 
 class InvalidConnectorConfig(HerderError):
     pass
+
+
+class ConnectorNotStopped(HerderError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            "Connectors must be in the STOPPED state before their offsets can be modified. "
+            "This can be done for the specified connector by issuing a 'PUT' request to the "
+            f"'/connectors/{name}/stop' endpoint"
+        )
+
+
+class InvalidOffsets(HerderError):
+    pass
+
+
+class TasksStillRunning(HerderError):
+    def __init__(self, name: str, tasks: list[int]) -> None:
+        super().__init__(
+            f"Connector {name} is STOPPED but task(s) {tasks} still report RUNNING; "
+            "try again once they have stopped"
+        )
 
 
 class NotLeader(HerderError):
@@ -830,6 +860,70 @@ class DistributedHerder:
         await self.configs.delete_connector(name)
         await self.statuses.delete_connector(name, len(snapshot.task_configs.get(name, ())))
         await self.configs.read_to_end()
+
+    def connector_offsets(self, name: str) -> list[SourceOffset]:
+        """What each task's checkpoint says it has committed (KIP-875's GET offsets)."""
+        if name not in self.configs.snapshot().connectors:
+            raise ConnectorNotFound(name)
+        return [
+            offset
+            for task in self._checkpointed_tasks(name)
+            for offset in committed_offsets(self._checkpoint(name, task), task)
+        ]
+
+    async def alter_connector_offsets(
+        self, name: str, offsets: Mapping[int, Mapping[int, object | None]]
+    ) -> None:
+        """`offsets[task][source]`: the end offset to resume after; a task given only None
+        offsets is reset. Refused unless the connector is STOPPED and none of its tasks
+        still reports RUNNING."""
+        await self._require_stopped(name)
+        for task, by_source in sorted(offsets.items()):
+            checkpoint = self._checkpoint(name, task)
+            try:
+                if all(offset is None for offset in by_source.values()):
+                    await asyncio.to_thread(reset_offsets, checkpoint)
+                else:
+                    await asyncio.to_thread(alter_offsets, checkpoint, by_source)
+            except OffsetsError as exc:
+                raise InvalidOffsets(f"task {task}: {exc}") from exc
+            log.info("altered the offsets of %s task %d: %s", name, task, dict(by_source))
+
+    async def reset_connector_offsets(self, name: str) -> None:
+        await self._require_stopped(name)
+        for task in self._checkpointed_tasks(name):
+            await asyncio.to_thread(reset_offsets, self._checkpoint(name, task))
+        log.info("reset the offsets of %s: its tasks start from their sources' beginning", name)
+
+    async def _require_stopped(self, name: str) -> None:
+        self._require_leader()
+        await self.configs.read_to_end()
+        snapshot = self.configs.snapshot()
+        if name not in snapshot.connectors:
+            raise ConnectorNotFound(name)
+        if snapshot.target_state(name) is not TargetState.STOPPED:
+            raise ConnectorNotStopped(name)
+        await self.statuses.read_to_end()
+        running = sorted(
+            task
+            for task, status in self.statuses.tasks_of(name).items()
+            if status.state in (TaskState.RUNNING, TaskState.RESTARTING)
+        )
+        if running:
+            raise TasksStillRunning(name, running)
+
+    def _checkpoint(self, name: str, task: int) -> Path:
+        return checkpoint_dir_for(self._config.checkpoint_root, name, task)
+
+    def _checkpointed_tasks(self, name: str) -> list[int]:
+        root = self._config.checkpoint_root / name
+        prefix = "task-"
+        found = root.iterdir() if root.is_dir() else iter(())
+        return sorted(
+            int(path.name.removeprefix(prefix))
+            for path in found
+            if path.name.startswith(prefix) and path.name.removeprefix(prefix).isdigit()
+        )
 
     async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
         """Any worker may write this record; every worker, this one included, applies it

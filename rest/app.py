@@ -14,11 +14,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from herder.herder import (
     ConnectorExists,
     ConnectorNotFound,
+    ConnectorNotStopped,
     DistributedHerder,
     HerderError,
     InvalidConnectorConfig,
+    InvalidOffsets,
     NotLeader,
     TaskNotFound,
+    TasksStillRunning,
 )
 from rest.auth import require_authentication
 from rest.connector_plugins import connector_plugins_router
@@ -34,6 +37,7 @@ from rest.models import (
     WorkerBody,
     check_connector_name,
 )
+from rest.offsets import offsets_router
 from rest.security import RestSecurity
 from worker.plugins import PluginRegistry
 
@@ -44,6 +48,9 @@ ERROR_STATUS: dict[type[HerderError], int] = {
     TaskNotFound: 404,
     ConnectorExists: 409,
     InvalidConnectorConfig: 400,
+    ConnectorNotStopped: 400,
+    InvalidOffsets: 400,
+    TasksStillRunning: 409,
     NotLeader: 409,
 }
 
@@ -130,6 +137,7 @@ def create_app(
         )
 
     app.include_router(connectors_router(herder))
+    app.include_router(offsets_router(herder))
     app.include_router(connector_plugins_router(plugins))
     app.include_router(loggers_router(logger_levels, herder))
     app.include_router(leave_group_router(herder))

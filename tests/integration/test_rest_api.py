@@ -186,6 +186,66 @@ def test_connector_lifecycle(worker: WorkerProcess, tmp_path: Path) -> None:
         assert seqs and seqs == list(range(len(seqs))), f"task {task}: gap or duplicate"
 
 
+def test_offsets_show_alter_and_reset_a_tasks_checkpoint(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    api, output = Api(worker.url), tmp_path / "out"
+    api.call(
+        "POST", "/connectors", 201, json={"name": "progress", "config": generator_config(output, 1)}
+    )
+    task_output = output / "task-0"
+    wait_until(partial(committed_column, task_output, "seq"), TIMEOUT_S, what="a first batch")
+    assert api.call("GET", "/connectors/progress/offsets", 200).json()["offsets"]
+
+    partition = {"task": 0, "source": 0}
+    moved = {"offsets": [{"partition": partition, "offset": {"offset": 1000, "timestamp": 0}}]}
+    refused = api.call("PATCH", "/connectors/progress/offsets", 400, json=moved).json()
+    assert "STOPPED" in refused["message"]
+
+    api.call("PUT", "/connectors/progress/stop", 204)
+    api.wait_states("progress", "STOPPED", [])
+    [shown] = api.call("GET", "/connectors/progress/offsets", 200).json()["offsets"]
+    assert shown["partition"] == partition
+    written = len(committed_column(task_output, "seq"))
+    assert shown["offset"]["offset"] == written
+
+    moved["offsets"][0]["offset"]["timestamp"] = shown["offset"]["timestamp"]
+    answer = once_tasks_stopped(api, "PATCH", "/connectors/progress/offsets", json=moved)
+    assert answer == {"message": "The offsets for this connector have been altered successfully"}
+    [shown] = api.call("GET", "/connectors/progress/offsets", 200).json()["offsets"]
+    assert shown["offset"]["offset"] == 1000
+    bad = {"offsets": [{"partition": {"task": "zero"}, "offset": {}}]}
+    api.call("PATCH", "/connectors/progress/offsets", 400, json=bad)
+
+    api.call("PUT", "/connectors/progress/resume", 202)
+    seqs = wait_until(
+        lambda: [s for s in committed_column(task_output, "seq") if s >= 1000],
+        TIMEOUT_S,
+        what="rows after the altered offset",
+    )
+    assert seqs == list(range(1000, 1000 + len(seqs)))
+    assert committed_column(task_output, "seq")[:written] == list(range(written))
+
+    api.call("PUT", "/connectors/progress/stop", 204)
+    api.wait_states("progress", "STOPPED", [])
+    answer = once_tasks_stopped(api, "DELETE", "/connectors/progress/offsets")
+    assert answer == {"message": "The offsets for this connector have been reset successfully"}
+    assert api.call("GET", "/connectors/progress/offsets", 200).json() == {"offsets": []}
+    api.call("DELETE", "/connectors/progress", 204)
+
+
+def once_tasks_stopped(api: Api, method: str, path: str, **kwargs: Any) -> Any:
+    """Offsets change only once no task reports RUNNING (409 until then)."""
+
+    def attempt() -> httpx.Response | None:
+        answer = httpx.request(method, api.url + path, timeout=30, **kwargs)
+        return None if answer.status_code == 409 else answer
+
+    answer: httpx.Response = wait_until(attempt, TIMEOUT_S, what=f"{method} {path} without 409")
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
 def test_config_put_patch_and_initial_state(worker: WorkerProcess, tmp_path: Path) -> None:
     api = Api(worker.url)
     config = generator_config(tmp_path / "out", 1)
@@ -223,6 +283,8 @@ def test_config_put_patch_and_initial_state(worker: WorkerProcess, tmp_path: Pat
         ("GET", "/connectors/ghost"),
         ("GET", "/connectors/ghost/config"),
         ("GET", "/connectors/ghost/status"),
+        ("GET", "/connectors/ghost/offsets"),
+        ("DELETE", "/connectors/ghost/offsets"),
         ("GET", "/connectors/ghost/tasks"),
         ("GET", "/connectors/ghost/tasks/0/status"),
         ("POST", "/connectors/ghost/tasks/0/restart"),

@@ -1,0 +1,90 @@
+"""`/connectors/{c}/offsets` (KIP-875): show, alter and reset a connector's progress.
+
+For a Spark task the progress is its checkpoint: one partition per task and source,
+`{"task": n, "source": i}`, whose offset is the source's own JSON (for the generator
+`{"offset": rows, "timestamp": ms}`, for a Kafka source `{topic: {partition: offset}}`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from herder.herder import DistributedHerder, InvalidOffsets
+from rest.models import ErrorBody
+
+ALTERED = "The offsets for this connector have been altered successfully"
+RESET = "The offsets for this connector have been reset successfully"
+
+
+class ConnectorOffsetBody(BaseModel):
+    partition: dict[str, Any] = Field(description='{"task": n, "source": i}; source defaults to 0')
+    offset: Any = Field(description="the source's end offset to resume after; null resets")
+
+
+class ConnectorOffsetsBody(BaseModel):
+    offsets: list[ConnectorOffsetBody]
+
+
+class MessageBody(BaseModel):
+    message: str
+
+
+def offsets_router(herder: DistributedHerder) -> APIRouter:
+    router = APIRouter(prefix="/connectors")
+    refusals: dict[int | str, dict[str, Any]] = {
+        400: {"model": ErrorBody},
+        404: {"model": ErrorBody},
+        409: {"model": ErrorBody},
+    }
+
+    @router.get(
+        "/{name}/offsets",
+        response_model=ConnectorOffsetsBody,
+        responses={404: {"model": ErrorBody}},
+    )
+    async def get_offsets(name: str) -> ConnectorOffsetsBody:
+        return ConnectorOffsetsBody(
+            offsets=[
+                ConnectorOffsetBody(partition={"task": o.task, "source": o.source}, offset=o.offset)
+                for o in herder.connector_offsets(name)
+            ]
+        )
+
+    @router.patch("/{name}/offsets", response_model=MessageBody, responses=refusals)
+    async def alter_offsets(name: str, body: ConnectorOffsetsBody) -> MessageBody:
+        """Only while the connector is STOPPED; the tasks resume after these offsets."""
+        await herder.alter_connector_offsets(name, _by_task(body))
+        return MessageBody(message=ALTERED)
+
+    @router.delete("/{name}/offsets", response_model=MessageBody, responses=refusals)
+    async def reset_offsets(name: str) -> MessageBody:
+        """Only while STOPPED: the tasks' checkpoints are removed, so they start from their
+        sources' initial offsets at batch 0."""
+        await herder.reset_connector_offsets(name)
+        return MessageBody(message=RESET)
+
+    return router
+
+
+def _by_task(body: ConnectorOffsetsBody) -> dict[int, dict[int, Any]]:
+    if not body.offsets:
+        raise InvalidOffsets("Partitions to modify cannot be empty")
+    by_task: dict[int, dict[int, Any]] = {}
+    for index, entry in enumerate(body.offsets):
+        partition = entry.partition
+        task, source = partition.get("task"), partition.get("source", 0)
+        extra = sorted(set(partition) - {"task", "source"})
+        if not _index(task) or not _index(source) or extra:
+            raise InvalidOffsets(
+                f'offsets[{index}].partition must be {{"task": n, "source": i}} with '
+                f"non-negative integers (got {partition})"
+            )
+        by_task.setdefault(task, {})[source] = entry.offset
+    return by_task
+
+
+def _index(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

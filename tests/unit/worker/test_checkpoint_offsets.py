@@ -1,0 +1,97 @@
+"""Offsets read from and written to a Spark checkpoint laid out as Spark lays it out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from worker.checkpoint_offsets import (
+    OffsetsError,
+    SourceOffset,
+    alter_offsets,
+    committed_offsets,
+    reset_offsets,
+)
+
+METADATA = '{"batchWatermarkMs":0,"batchTimestampMs":1795423176110,"conf":{}}'
+COMMIT = 'v1\n{"nextBatchWatermarkMs":0}'
+
+
+def checkpoint(tmp_path: Path, batches: list[list[str]], committed: int) -> Path:
+    """`batches[i]`: the source lines of offsets/i; commits/0..committed exist."""
+    root = tmp_path / "task-0"
+    (root / "offsets").mkdir(parents=True)
+    (root / "commits").mkdir()
+    for batch, sources in enumerate(batches):
+        (root / "offsets" / str(batch)).write_text("\n".join(["v1", METADATA, *sources]))
+        (root / "offsets" / f".{batch}.crc").write_bytes(b"crc")
+    for batch in range(committed + 1):
+        (root / "commits" / str(batch)).write_text(COMMIT)
+    return root
+
+
+def test_the_newest_committed_batch_is_what_a_task_has_committed(tmp_path: Path) -> None:
+    root = checkpoint(
+        tmp_path,
+        [['{"offset":15}'], ['{"offset":30}'], ['{"offset":45}']],
+        committed=1,
+    )
+    assert committed_offsets(root, 3) == [SourceOffset(3, 0, {"offset": 30})]
+
+
+def test_a_checkpoint_without_a_commit_has_no_offsets(tmp_path: Path) -> None:
+    assert committed_offsets(checkpoint(tmp_path, [['{"offset":15}']], committed=-1), 0) == []
+    assert committed_offsets(tmp_path / "never-ran", 0) == []
+
+
+def test_sources_without_an_offset_are_left_out(tmp_path: Path) -> None:
+    root = checkpoint(tmp_path, [["-", '{"t":{"0":7}}']], committed=0)
+    assert committed_offsets(root, 0) == [SourceOffset(0, 1, {"t": {"0": 7}})]
+
+
+def test_altering_appends_one_committed_batch_and_rewrites_nothing(tmp_path: Path) -> None:
+    root = checkpoint(tmp_path, [['{"a":1}', '{"b":1}'], ['{"a":2}', '{"b":2}']], committed=1)
+    before = {p.name: p.read_bytes() for p in (root / "offsets").iterdir()}
+
+    assert alter_offsets(root, {1: {"b": 100}}) == 2
+
+    assert committed_offsets(root, 0) == [
+        SourceOffset(0, 0, {"a": 2}),
+        SourceOffset(0, 1, {"b": 100}),
+    ]
+    lines = (root / "offsets" / "2").read_text().split("\n")
+    assert lines[:2] == ["v1", METADATA]
+    assert (root / "commits" / "2").read_text() == COMMIT
+    assert all((root / "offsets" / name).read_bytes() == data for name, data in before.items())
+    assert not [p for p in root.rglob("*.tmp")]
+
+
+def test_altering_after_an_uncommitted_batch_supersedes_it(tmp_path: Path) -> None:
+    root = checkpoint(tmp_path, [['{"offset":15}'], ['{"offset":30}']], committed=0)
+    assert alter_offsets(root, {0: {"offset": 0}}) == 2
+    assert committed_offsets(root, 0) == [SourceOffset(0, 0, {"offset": 0})]
+    assert json.loads((root / "offsets" / "2").read_text().split("\n")[2]) == {"offset": 0}
+
+
+@pytest.mark.parametrize(
+    ("batches", "offsets", "message"),
+    [
+        ([], {0: {"offset": 1}}, "has not started a batch yet"),
+        ([['{"offset":15}']], {1: {"offset": 1}}, "there is no source 1"),
+    ],
+)
+def test_offsets_that_cannot_apply_are_refused(
+    tmp_path: Path, batches: list[list[str]], offsets: dict[int, object], message: str
+) -> None:
+    root = checkpoint(tmp_path, batches, committed=len(batches) - 1)
+    with pytest.raises(OffsetsError, match=message):
+        alter_offsets(root, offsets)
+
+
+def test_reset_removes_the_checkpoint(tmp_path: Path) -> None:
+    root = checkpoint(tmp_path, [['{"offset":15}']], committed=0)
+    assert reset_offsets(root) is True
+    assert not root.exists()
+    assert reset_offsets(root) is False
