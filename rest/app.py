@@ -24,6 +24,7 @@ from herder.herder import (
     TasksStillRunning,
 )
 from rest.auth import require_authentication
+from rest.body_limit import BodyLimit
 from rest.connector_plugins import connector_plugins_router
 from rest.connectors import connectors_router
 from rest.errors import error_response
@@ -144,6 +145,7 @@ def create_app(
     _guard_names(app)
     if security.auth is not None:
         require_authentication(app, *security.auth)
+    app.add_middleware(BodyLimit)
     return app
 
 

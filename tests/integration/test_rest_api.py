@@ -301,6 +301,15 @@ def test_unknown_connector_is_404_everywhere(worker: WorkerProcess, method: str,
     assert "ghost" in body["message"]
 
 
+def test_a_huge_body_is_refused_and_nothing_is_stored(worker: WorkerProcess) -> None:
+    config = {"connector.class": "generator", "output.path": "/tmp/x", "padding": "x" * 2_000_000}
+    answer = Api(worker.url).call(
+        "POST", "/connectors", 413, json={"name": "huge", "config": config}
+    )
+    assert answer.json()["error_code"] == 413
+    assert "huge" not in Api(worker.url).call("GET", "/connectors", 200).json()
+
+
 def test_connector_plugins_list_describe_and_validate(worker: WorkerProcess) -> None:
     api = Api(worker.url)
     plugins = api.call("GET", "/connector-plugins?connectorsOnly=true", 200).json()
