@@ -504,19 +504,20 @@ class DistributedHerder:
 
         A worker that cannot reach the coordinator (or whose rejoin outlasts the rebalance
         time-out) is no longer a member as far as the group knows; its tasks may already
-        be assigned elsewhere, so it stops them on its own (Kafka's KAFKA-9184).
+        be assigned elsewhere, so it stops them on its own (Kafka's KAFKA-9184). With or
+        without work it is no longer ready: `/health` turns 500 until it has rejoined.
         """
         margin_s = self._config.heartbeat_interval_ms / 1000
         while True:
             await asyncio.sleep(FENCE_CHECK_INTERVAL_S)
-            if self._member.must_fence(margin_s) and not self.owned.is_empty():
-                log.warning(
-                    "no answer from the group coordinator in time: fencing myself, "
-                    "stopping %d tasks",
-                    len(self.owned.tasks),
-                )
+            if not self._member.must_fence(margin_s):
+                continue
+            if self.ready:
+                log.warning("no answer from the group coordinator in time: not ready any more")
                 self.ready = False
                 self.unhealthy = "fenced: the group coordinator did not answer in time"
+            if not self.owned.is_empty():
+                log.warning("fencing myself: stopping %d tasks", len(self.owned.tasks))
                 self._fenced = True
                 await self._stop_work(self.owned)
                 self._rejoin.set()

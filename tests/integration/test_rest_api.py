@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.cluster import generator_config
 from tests.support.file_sink import committed_column
-from tests.support.processes import WorkerProcess, free_port, wait_until
+from tests.support.processes import WorkerProcess, free_port, running_broker, wait_until
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -362,6 +362,27 @@ def test_health_is_503_until_joined_then_200(broker: EmbeddedBroker, tmp_path: P
         assert httpx.get(f"{process.url}/health", timeout=2).json()["status"] == "healthy"
     finally:
         process.kill()
+
+
+def test_health_is_500_once_the_broker_is_gone(tmp_path: Path) -> None:
+    """What a readiness probe sees when a worker loses its group: it stops routing to it."""
+    with running_broker(tmp_path) as own_broker:
+        process = WorkerProcess("lonely", own_broker.bootstrap_servers, tmp_path, tmp_path)
+        process.start()
+        try:
+            process.wait_ready(TIMEOUT_S)
+            own_broker.stop()
+            health = f"{process.url}/health"
+            wait_until(
+                lambda: httpx.get(health, timeout=2).status_code == 500,
+                TIMEOUT_S,
+                what="/health to answer 500",
+            )
+            unhealthy = httpx.get(health, timeout=2).json()
+            assert unhealthy["status"] == "unhealthy"
+            assert "coordinator" in unhealthy["message"]
+        finally:
+            process.kill()
 
 
 def test_follower_forwards_writes_and_cluster_log_levels_reach_every_worker(
