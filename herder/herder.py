@@ -581,7 +581,7 @@ class DistributedHerder:
             if task in self._starting or not request.covers_task(task, failed):
                 continue
             self._report(task, TaskState.RESTARTING)
-            if task in self._runtime.running():
+            if task in self._runtime.held():
                 await self._runtime.stop_task(task)
             await self._start_task(task, snapshot)
 
@@ -604,14 +604,14 @@ class DistributedHerder:
         for task in sorted(self.owned.tasks):
             wanted = snapshot.task_config(task)
             paused = snapshot.target_state(task.connector) is TargetState.PAUSED
-            running = task in self._runtime.running()
+            held = task in self._runtime.held()
             if wanted is None or task in self._starting:
                 continue
-            if paused and running:
+            if paused and held:
                 await self._runtime.stop_task(task)
                 self._report(task, TaskState.PAUSED)
-            elif not paused and (not running or self._started_configs.get(task) != wanted):
-                if running:
+            elif not paused and (not held or self._started_configs.get(task) != wanted):
+                if held:
                     await self._runtime.stop_task(task)
                 await self._start_task(task, snapshot)
 
@@ -667,13 +667,13 @@ class DistributedHerder:
         if revoked.is_empty():
             return
         await asyncio.gather(*(self._starting[t] for t in revoked.tasks if t in self._starting))
-        running = self._runtime.running()
+        held = self._runtime.held()
         await asyncio.gather(
-            *(self._runtime.stop_task(t) for t in sorted(revoked.tasks) if t in running)
+            *(self._runtime.stop_task(t) for t in sorted(revoked.tasks) if t in held)
         )
         for task in sorted(revoked.tasks):
             self._started_configs.pop(task, None)
-            if task not in running:
+            if task not in held:
                 self._report(task, TaskState.UNASSIGNED)
         for connector in sorted(revoked.connectors):
             self._connector_targets.pop(connector, None)

@@ -22,7 +22,9 @@ class TaskRuntime(Protocol):
 
     async def stop_all(self) -> None: ...
 
-    def running(self) -> set[ConnectorTaskId]: ...
+    def held(self) -> set[ConnectorTaskId]:
+        """Every task started and not yet stopped, whatever its state."""
+        ...
 
 
 class ConnectorPlugins(Protocol):

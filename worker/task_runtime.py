@@ -98,6 +98,12 @@ class SparkTaskRuntime:
     def running(self) -> set[ConnectorTaskId]:
         return {t for t, run in self._runs.items() if run.status.state is TaskState.RUNNING}
 
+    def held(self) -> set[ConnectorTaskId]:
+        """Every task this runtime holds, FAILED ones included: a failed task stays held
+        (its status and trace stay readable) until it is stopped, and only then can it
+        start again."""
+        return set(self._runs)
+
     def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
         run = self._runs.get(task_id)
         return run.status if run is not None else None

@@ -186,6 +186,33 @@ def test_connector_lifecycle(worker: WorkerProcess, tmp_path: Path) -> None:
         assert seqs and seqs == list(range(len(seqs))), f"task {task}: gap or duplicate"
 
 
+def test_a_failed_task_runs_again_once_restarted(worker: WorkerProcess, tmp_path: Path) -> None:
+    api, blocked = Api(worker.url), tmp_path / "out"
+    blocked.write_text("a file where the task's output directory should be")
+    config = generator_config(blocked, 1)
+    api.call("POST", "/connectors", 201, json={"name": "phoenix", "config": config})
+    failed = api.wait_states("phoenix", "RUNNING", ["FAILED"])
+    assert "ParentNotDirectoryException" in failed["tasks"][0]["trace"]
+
+    blocked.unlink()
+    plan = api.call("POST", "/connectors/phoenix/restart?includeTasks=true&onlyFailed=true", 202)
+    assert [t["state"] for t in plan.json()["tasks"]] == ["RESTARTING"]
+    api.wait_states("phoenix", "RUNNING", ["RUNNING"])
+    wait_until(
+        partial(committed_column, blocked / "task-0", "seq"), TIMEOUT_S, what="a first batch"
+    )
+
+    blocked_again = tmp_path / "elsewhere"
+    blocked_again.write_text("occupied")
+    api.call("PUT", "/connectors/phoenix/config", 200, json=generator_config(blocked_again, 1))
+    refailed = api.wait_states("phoenix", "RUNNING", ["FAILED"])
+    assert str(blocked_again) in refailed["tasks"][0]["trace"], "not restarted with its new config"
+    blocked_again.unlink()
+    api.call("POST", "/connectors/phoenix/tasks/0/restart", 204)
+    api.wait_states("phoenix", "RUNNING", ["RUNNING"])
+    api.call("DELETE", "/connectors/phoenix", 204)
+
+
 def test_offsets_show_alter_and_reset_a_tasks_checkpoint(
     worker: WorkerProcess, tmp_path: Path
 ) -> None:
