@@ -148,8 +148,22 @@ class Cluster:
             )
         except AssertionError as exc:
             live = [w.url for w in self.alive()]
+            print(self.herder_history())
             raise AssertionError(f"{exc}; live workers {live}; tasks {self.tasks()}") from None
         return result
+
+    def herder_history(self, lines: int = 40) -> str:
+        """The last rebalances each worker saw, for a failure's report: CI keeps the test
+        output but not the worker logs."""
+        parts = []
+        for worker in self.workers:
+            kept = [
+                line
+                for line in worker.log_text().splitlines()
+                if " herder." in line or "Task " in line
+            ]
+            parts.append(f"--- {worker.name} ({worker.url})\n" + "\n".join(kept[-lines:]))
+        return "\n".join(parts)
 
     def workers_view(self, index: int = 0) -> dict[str, Any]:
         body: dict[str, Any] = httpx.get(f"{self.workers[index].url}/workers", timeout=10).json()
