@@ -578,7 +578,11 @@ class DistributedHerder:
                 self._start_connector(request.connector, snapshot)
         for task in sorted(self.owned.tasks):
             failed = _failed_here(self.statuses.task(task), self.worker_id)
-            if task in self._starting or not request.covers_task(task, failed):
+            if (
+                task not in self.owned.tasks
+                or task in self._starting
+                or not request.covers_task(task, failed)
+            ):
                 continue
             self._report(task, TaskState.RESTARTING)
             if task in self._runtime.held():
@@ -605,7 +609,7 @@ class DistributedHerder:
             wanted = snapshot.task_config(task)
             paused = snapshot.target_state(task.connector) is TargetState.PAUSED
             held = task in self._runtime.held()
-            if wanted is None or task in self._starting:
+            if wanted is None or task not in self.owned.tasks or task in self._starting:
                 continue
             if paused and held:
                 await self._runtime.stop_task(task)
@@ -653,19 +657,25 @@ class DistributedHerder:
         self._report(name, state)
 
     async def _start_task(self, task: ConnectorTaskId, snapshot: ConfigSnapshot) -> None:
+        """Starts only work this worker still owns: a restart or reconfiguration that
+        began before a revocation must not outlive it."""
         task_config = snapshot.task_config(task)
         connector_config = snapshot.connectors.get(task.connector)
-        if task_config is None or connector_config is None:
+        if task_config is None or connector_config is None or task not in self.owned.tasks:
             return
         self._started_configs[task] = task_config
         if snapshot.target_state(task.connector) is TargetState.PAUSED:
             self._report(task, TaskState.PAUSED)
             return
-        await self._runtime.start_task(task, connector_config, task_config)
+        await self._runtime.start_task(task, connector_config, task_config, self.generation)
 
     async def _stop_work(self, revoked: Allocation) -> None:
+        """Give the work up first, then stop it: while the stops are awaited, a restart
+        request or a config change must not start a revoked task again (and claim it
+        from its next owner)."""
         if revoked.is_empty():
             return
+        self.owned = self.owned.minus(revoked)
         await asyncio.gather(*(self._starting[t] for t in revoked.tasks if t in self._starting))
         held = self._runtime.held()
         await asyncio.gather(
@@ -673,12 +683,10 @@ class DistributedHerder:
         )
         for task in sorted(revoked.tasks):
             self._started_configs.pop(task, None)
-            if task not in held:
-                self._report(task, TaskState.UNASSIGNED)
+            self._report(task, TaskState.UNASSIGNED)
         for connector in sorted(revoked.connectors):
             self._connector_targets.pop(connector, None)
             self._report(connector, TaskState.UNASSIGNED)
-        self.owned = self.owned.minus(revoked)
 
     # -- statuses --------------------------------------------------------------------------
 

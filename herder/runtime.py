@@ -16,6 +16,7 @@ class TaskRuntime(Protocol):
         task_id: ConnectorTaskId,
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
+        generation: int,
     ) -> None: ...
 
     async def stop_task(self, task_id: ConnectorTaskId) -> None: ...

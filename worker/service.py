@@ -82,6 +82,7 @@ class WorkerService:
             session=self._spark,
             registry=registry,
             checkpoint_root=config.checkpoint_root,
+            worker_id=config.worker_id,
             shutdown_timeout_ms=config.task_shutdown_graceful_timeout_ms,
             on_state_change=lambda task, state, trace: self.herder.on_task_state(
                 task, state, trace

@@ -4,6 +4,11 @@ The herder calls this from its event loop, which must keep heartbeating to the g
 coordinator, so every Spark call (all blocking py4j calls) runs in a worker thread and
 this module's coroutines only ever await. A task that fails, at start or later while it
 runs, is reported FAILED with its trace and affects no other task.
+
+Every start claims the task's checkpoint first (`worker.task_claims`); a query whose
+claim another worker has since overtaken is stopped and reported FAILED as fenced, so a
+worker that lost its membership without noticing stops competing for the task within
+one monitor interval.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from worker.plugins import (
     validate_connector_config,
 )
 from worker.spark_session import SparkSessionProvider
+from worker.task_claims import Claim, claim
 from worker.task_state import TaskState, TaskStatus
 
 if TYPE_CHECKING:
@@ -48,14 +54,34 @@ def describe_failure(error: BaseException) -> str:
     return "".join(traceback.format_exception(error)).rstrip()
 
 
-def _dead_queries(queries: Mapping[ConnectorTaskId, StreamingQuery]) -> dict[ConnectorTaskId, str]:
-    """Blocking: the queries that are no longer active, with why they ended."""
-    dead: dict[ConnectorTaskId, str] = {}
-    for task_id, query in queries.items():
-        if not query.isActive:
-            error = query.exception()
-            dead[task_id] = describe_failure(error) if error is not None else STOPPED_BY_ITSELF
-    return dead
+class TaskFencedError(RuntimeError):
+    """Another worker claimed the task after this worker did."""
+
+    def __init__(self, task_id: ConnectorTaskId, holder: str) -> None:
+        super().__init__(f"Task {task_id} was fenced: it is now claimed by {holder}")
+
+
+@dataclass(frozen=True)
+class _Launched:
+    query: StreamingQuery
+    claim: Claim
+
+
+def _ended(launches: Mapping[ConnectorTaskId, _Launched]) -> dict[ConnectorTaskId, str]:
+    """Blocking: the queries that are no longer active or no longer ours, with why.
+
+    A fenced query is stopped here, before anything else of this round can run it.
+    """
+    ended: dict[ConnectorTaskId, str] = {}
+    for task_id, launched in launches.items():
+        holder = launched.claim.fenced_by()
+        if holder is not None:
+            launched.query.stop()
+            ended[task_id] = str(TaskFencedError(task_id, holder))
+        elif not launched.query.isActive:
+            error = launched.query.exception()
+            ended[task_id] = describe_failure(error) if error is not None else STOPPED_BY_ITSELF
+    return ended
 
 
 @dataclass
@@ -63,7 +89,7 @@ class _TaskRun:
     """One start of one task: its status, and the launch that yields its query."""
 
     status: TaskStatus
-    launch: asyncio.Future[StreamingQuery]
+    launch: asyncio.Future[_Launched]
     stopping: bool = False
 
 
@@ -79,6 +105,7 @@ class SparkTaskRuntime:
         session: SparkSessionProvider,
         registry: PluginRegistry,
         checkpoint_root: Path,
+        worker_id: str,
         shutdown_timeout_ms: int,
         on_state_change: StateListener,
         clock: Callable[[], float] = time.time,
@@ -87,6 +114,7 @@ class SparkTaskRuntime:
         self._session = session
         self._registry = registry
         self._checkpoint_root = checkpoint_root
+        self._worker_id = worker_id
         self._shutdown_timeout_s = shutdown_timeout_ms / 1000
         self._on_state_change = on_state_change
         self._clock = clock
@@ -113,8 +141,12 @@ class SparkTaskRuntime:
         task_id: ConnectorTaskId,
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
+        generation: int,
     ) -> None:
         """Start the task's query; returns once it is RUNNING or FAILED, never raises.
+
+        `generation` is the group generation the task was assigned in; its claim records
+        it so that a fenced worker learns who took the task over.
 
         A task this runtime already holds, in whatever state, is left alone: restarting
         it is `stop_task` then `start_task`.
@@ -123,7 +155,9 @@ class SparkTaskRuntime:
             log.warning("Task %s is already held by this worker; not starting it again", task_id)
             return
         launch = asyncio.create_task(
-            asyncio.to_thread(self._launch, task_id, dict(connector_config), dict(task_config))
+            asyncio.to_thread(
+                self._launch, task_id, dict(connector_config), dict(task_config), generation
+            )
         )
         run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch)
         self._runs[task_id] = run
@@ -145,12 +179,14 @@ class SparkTaskRuntime:
         task_id: ConnectorTaskId,
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
-    ) -> StreamingQuery:
-        """Blocking: create the task and start its query in the task's own FAIR pool.
+        generation: int,
+    ) -> _Launched:
+        """Blocking: claim the task, then start its query in the task's own FAIR pool.
 
         The query's execution thread inherits this thread's local properties when it is
         created, so the pool is set only around `start` and cleared for whatever this
-        pooled thread runs next.
+        pooled thread runs next. A claim overtaken while the query started means another
+        worker started it too: this one stops again at once.
         """
         task = validate_connector_config(self._registry, connector_config).connector.create_task()
         context = TaskContext(
@@ -163,12 +199,18 @@ class SparkTaskRuntime:
             ),
         )
         spark = self._session.get()
+        owned = claim(context.checkpoint_dir, self._worker_id, generation)
         spark_context = spark.sparkContext
         spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))
         try:
-            return task.start(spark, context)
+            query = task.start(spark, context)
         finally:
             spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, None)
+        holder = owned.fenced_by()
+        if holder is not None:
+            query.stop()
+            raise TaskFencedError(task_id, holder)
+        return _Launched(query, owned)
 
     async def stop_task(self, task_id: ConnectorTaskId) -> None:
         """Stop the task's query and forget the task; reports it UNASSIGNED.
@@ -200,11 +242,11 @@ class SparkTaskRuntime:
 
     async def _halt(self, task_id: ConnectorTaskId, run: _TaskRun) -> None:
         try:
-            query = await run.launch
+            launched = await run.launch
         except Exception:
             return
         try:
-            await asyncio.to_thread(query.stop)
+            await asyncio.to_thread(launched.query.stop)
         except Exception:
             log.exception("Stopping the query of task %s failed", task_id)
 
@@ -220,16 +262,17 @@ class SparkTaskRuntime:
             self._monitor = asyncio.create_task(self._watch())
 
     async def _watch(self) -> None:
-        """Marks FAILED the tasks whose query died; ends when nothing is RUNNING."""
+        """Marks FAILED the tasks whose query died or was fenced; ends when nothing is
+        RUNNING."""
         try:
             while self.running():
                 await asyncio.sleep(self._monitor_interval_s)
                 watched = {
                     t: run for t, run in self._runs.items() if run.status.state is TaskState.RUNNING
                 }
-                queries = {t: run.launch.result() for t, run in watched.items()}
+                launches = {t: run.launch.result() for t, run in watched.items()}
                 try:
-                    dead = await asyncio.to_thread(_dead_queries, queries)
+                    dead = await asyncio.to_thread(_ended, launches)
                 except Exception:
                     log.exception("Could not check the tasks' Spark queries; will retry")
                     continue

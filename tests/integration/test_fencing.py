@@ -1,5 +1,6 @@
-"""Self-fencing (Kafka's KAFKA-9184): a worker cut off from the coordinator stops its
-tasks on its own, before the group could have handed them to someone else."""
+"""Fencing: a worker cut off from the coordinator stops its tasks on its own before the
+group could hand them on (Kafka's KAFKA-9184), and a zombie that missed all that (frozen,
+then resumed) is fenced by the newer owner's claim on the task's checkpoint."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.file_sink import committed_files
+from tests.support.cluster import Cluster, TaskView, generator_config
+from tests.support.file_sink import committed_column, committed_files
 from tests.support.processes import WorkerProcess, running_broker, wait_until
+from worker.embedded_broker import EmbeddedBroker
+from worker.task_claims import CLAIMS_DIR
 
 pytestmark = pytest.mark.integration
 
@@ -58,3 +62,71 @@ def test_worker_without_coordinator_stops_its_tasks_before_the_session_expires(
         finally:
             worker.signal(signal.SIGKILL)
             worker.kill()
+
+
+ZOMBIE_STOPPED = ("was fenced", "ConcurrentModificationException", "lost group membership")
+
+
+def test_a_frozen_worker_resumes_as_a_zombie_and_is_fenced(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    output = tmp_path / "out"
+    cluster = Cluster(
+        broker.bootstrap_servers,
+        tmp_path,
+        size=2,
+        settings=[
+            "scheduled.rebalance.max.delay.ms=4000",
+            f"session.timeout.ms={SESSION_TIMEOUT_S * 1000}",
+            "heartbeat.interval.ms=1000",
+        ],
+    )
+    with cluster.running():
+        cluster.create("herd", {**generator_config(output, tasks=2), "batch.interval.ms": "1000"})
+        views = cluster.wait_converged(2)
+        zombie = cluster.workers[1]
+        zombie_id = zombie.url.removeprefix("http://")
+        [moved] = [v.task for v in views if v.worker_id == zombie_id]
+
+        zombie.signal(signal.SIGSTOP)
+        views = wait_until(
+            lambda: (v := cluster.converged(2)) and all(t.worker_id != zombie_id for t in v) and v,
+            120,
+            what="the frozen worker's task to move",
+        )
+        moved_output = output / f"task-{moved}"
+        taken_over_at = len(committed_files(moved_output))
+        wait_until(
+            lambda: len(committed_files(moved_output)) >= taken_over_at + 2, 60, what="batches"
+        )
+
+        seen_by_zombie = len(zombie.log_text())
+        zombie.signal(signal.SIGCONT)
+        resumed_at = time.monotonic()
+        how = wait_until(
+            lambda: next(
+                (m for m in ZOMBIE_STOPPED if m in zombie.log_text()[seen_by_zombie:]), None
+            ),
+            60,
+            what="the zombie to stop its query",
+        )
+        print(f"zombie stopped ({how}) {time.monotonic() - resumed_at:.1f} s after SIGCONT")
+        states_meanwhile: list[TaskView] = []
+
+        def settled() -> list[TaskView] | None:
+            states_meanwhile.extend(cluster.tasks())
+            return cluster.converged(2)
+
+        views = wait_until(settled, 120, what="the group to settle")
+        failed = [t for t in states_meanwhile if t.state == "FAILED"]
+        assert not failed, "the zombie made the rightful owner fail"
+
+        for view in views:
+            claims = sorted(
+                (tmp_path / "checkpoints" / "herd" / f"task-{view.task}").glob(f"{CLAIMS_DIR}/*")
+            )
+            assert view.worker_id is not None and view.worker_id in claims[-1].read_text()
+
+    for task in (0, 1):
+        seqs = committed_column(output / f"task-{task}", "seq")
+        assert seqs == list(range(len(seqs))), f"task {task}: gap or duplicate"

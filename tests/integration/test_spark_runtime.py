@@ -16,6 +16,7 @@ from protocol.messages import ConnectorTaskId
 from worker.connectors.generator import GeneratorConnector
 from worker.plugins import Connector, PluginRegistry, Task, TaskContext, parse_config
 from worker.spark_session import SparkSessionProvider
+from worker.task_claims import claim
 from worker.task_runtime import SparkTaskRuntime
 from worker.task_state import TaskState
 
@@ -27,6 +28,9 @@ pytestmark = pytest.mark.integration
 
 WAIT_S = 45.0
 SHUTDOWN_TIMEOUT_MS = 10_000
+WORKER_ID = "127.0.0.1:8083"
+GENERATION = 1
+MONITOR_INTERVAL_S = 0.5
 
 
 class ExplodingSettings(BaseModel):
@@ -102,7 +106,13 @@ async def runtime(
     states = StateLog()
     registry = PluginRegistry([GeneratorConnector, ExplodingConnector])
     task_runtime = SparkTaskRuntime(
-        spark_provider, registry, tmp_path / "checkpoints", SHUTDOWN_TIMEOUT_MS, states
+        spark_provider,
+        registry,
+        tmp_path / "checkpoints",
+        WORKER_ID,
+        SHUTDOWN_TIMEOUT_MS,
+        states,
+        monitor_interval_s=MONITOR_INTERVAL_S,
     )
     try:
         yield task_runtime, states
@@ -157,8 +167,8 @@ async def test_generator_tasks_resume_after_a_stop_with_no_gap_and_no_duplicate(
     first, second = ConnectorTaskId("gen", 0), ConnectorTaskId("gen", 1)
 
     await asyncio.gather(
-        task_runtime.start_task(first, config, config),
-        task_runtime.start_task(second, config, config),
+        task_runtime.start_task(first, config, config, GENERATION),
+        task_runtime.start_task(second, config, config, GENERATION),
     )
     assert task_runtime.running() == {first, second}
     status = task_runtime.task_status(first)
@@ -178,7 +188,7 @@ async def test_generator_tasks_resume_after_a_stop_with_no_gap_and_no_duplicate(
     before_restart = await asyncio.to_thread(committed_seqs, spark, output / "task-0")
     batches_before_restart = committed_batches(output / "task-0")
 
-    await task_runtime.start_task(first, config, config)
+    await task_runtime.start_task(first, config, config, GENERATION)
     await eventually(
         lambda: committed_batches(output / "task-0") >= batches_before_restart + 2,
         "the restarted task to commit two more batches",
@@ -208,9 +218,9 @@ async def test_a_task_that_cannot_start_fails_alone(
     unwritable_config = generator_config(not_a_directory, tasks=1)
     bad_format = {**good_config, "output.format": "avro"}
 
-    await task_runtime.start_task(healthy, good_config, good_config)
-    await task_runtime.start_task(unwritable, unwritable_config, unwritable_config)
-    await task_runtime.start_task(misconfigured, good_config, bad_format)
+    await task_runtime.start_task(healthy, good_config, good_config, GENERATION)
+    await task_runtime.start_task(unwritable, unwritable_config, unwritable_config, GENERATION)
+    await task_runtime.start_task(misconfigured, good_config, bad_format, GENERATION)
 
     unwritable_status = task_runtime.task_status(unwritable)
     assert unwritable_status is not None and unwritable_status.state is TaskState.FAILED
@@ -236,8 +246,8 @@ async def test_a_query_that_dies_while_running_is_reported_failed_alone(
     }
     good_config = generator_config(tmp_path / "out", tasks=1)
 
-    await task_runtime.start_task(doomed, doomed_config, doomed_config)
-    await task_runtime.start_task(healthy, good_config, good_config)
+    await task_runtime.start_task(doomed, doomed_config, doomed_config, GENERATION)
+    await task_runtime.start_task(healthy, good_config, good_config, GENERATION)
     assert task_runtime.running() == {doomed, healthy}
 
     await eventually(lambda: doomed not in task_runtime.running(), "the doomed task to die")
@@ -260,10 +270,47 @@ async def test_a_stop_that_arrives_during_the_start_stops_the_query_once_started
     config = generator_config(tmp_path / "out", tasks=1)
 
     await asyncio.gather(
-        task_runtime.start_task(task_id, config, config), task_runtime.stop_task(task_id)
+        task_runtime.start_task(task_id, config, config, GENERATION),
+        task_runtime.stop_task(task_id),
     )
 
     assert task_runtime.task_status(task_id) is None
     assert states.states_of(task_id) == [TaskState.UNASSIGNED]
     active = await asyncio.to_thread(lambda: [q.name for q in spark_provider.get().streams.active])
     assert str(task_id) not in active
+
+
+async def test_a_task_claimed_by_another_worker_is_fenced_and_stopped(
+    runtime: tuple[SparkTaskRuntime, StateLog],
+    spark_provider: SparkSessionProvider,
+    tmp_path: Path,
+) -> None:
+    task_runtime, states = runtime
+    output = tmp_path / "out"
+    config = generator_config(output, tasks=2)
+    zombie, bystander = ConnectorTaskId("gen", 0), ConnectorTaskId("gen", 1)
+    await task_runtime.start_task(zombie, config, config, GENERATION)
+    await task_runtime.start_task(bystander, config, config, GENERATION)
+    await eventually(lambda: committed_batches(output / "task-0") > 0, "a first batch")
+
+    checkpoint = tmp_path / "checkpoints" / "gen" / "task-0"
+    await asyncio.to_thread(claim, checkpoint, "127.0.0.1:9999", GENERATION + 1)
+    await eventually(lambda: zombie not in task_runtime.running(), "the fenced task to stop")
+
+    status = task_runtime.task_status(zombie)
+    assert status is not None and status.state is TaskState.FAILED
+    assert "fenced: it is now claimed by worker 127.0.0.1:9999 (epoch 2, generation 2)" in (
+        status.trace or ""
+    )
+    active = await asyncio.to_thread(lambda: [q.name for q in spark_provider.get().streams.active])
+    assert str(zombie) not in active and str(bystander) in active
+    fenced_batches, bystander_batches = (committed_batches(output / f"task-{i}") for i in (0, 1))
+    await eventually(
+        lambda: committed_batches(output / "task-1") >= bystander_batches + 2, "the bystander"
+    )
+    assert committed_batches(output / "task-0") == fenced_batches, "the fenced task committed"
+
+    await task_runtime.stop_task(zombie)
+    await task_runtime.start_task(zombie, config, config, GENERATION + 2)
+    assert zombie in task_runtime.running(), "a new start claims the task back"
+    assert states.states_of(zombie)[-1] is TaskState.RUNNING

@@ -1,0 +1,50 @@
+"""Claims on a task's checkpoint: the newest one owns the task, whoever made it."""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from itertools import count
+from pathlib import Path
+
+from worker.task_claims import CLAIMS_DIR, KEPT_CLAIMS, claim
+
+
+def test_a_later_claim_fences_an_earlier_one(tmp_path: Path) -> None:
+    first = claim(tmp_path, "a:1", generation=4)
+    assert first.epoch == 1 and first.fenced_by() is None
+    second = claim(tmp_path, "b:2", generation=5)
+    assert second.epoch == 2 and second.fenced_by() is None
+    assert first.fenced_by() == "worker b:2 (epoch 2, generation 5)"
+
+
+def test_epochs_keep_growing_when_the_group_generation_starts_again(tmp_path: Path) -> None:
+    before = claim(tmp_path, "a:1", generation=17)
+    after = claim(tmp_path, "a:1", generation=1)
+    assert after.epoch > before.epoch
+    assert after.fenced_by() is None and before.fenced_by() is not None
+
+
+def test_concurrent_claims_never_share_an_epoch(tmp_path: Path) -> None:
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        claims = list(pool.map(lambda i: claim(tmp_path, f"w:{i}", 1), range(40)))
+    assert sorted(c.epoch for c in claims) == list(range(1, 41))
+    assert [c for c in claims if c.fenced_by() is None] == [max(claims, key=lambda c: c.epoch)]
+
+
+def test_a_reset_checkpoint_fences_claims_made_before_it(tmp_path: Path) -> None:
+    tokens = (f"token-{i}" for i in count())
+    stale = claim(tmp_path, "a:1", 3, new_token=lambda: next(tokens))
+    shutil.rmtree(tmp_path / CLAIMS_DIR)
+    assert stale.fenced_by() == "nobody: the checkpoint was removed"
+    fresh = claim(tmp_path, "b:2", 4, new_token=lambda: next(tokens))
+    assert fresh.epoch == stale.epoch == 1
+    assert fresh.fenced_by() is None
+    assert stale.fenced_by() == "worker b:2 (epoch 1, generation 4)"
+
+
+def test_old_claims_are_pruned(tmp_path: Path) -> None:
+    for _ in range(KEPT_CLAIMS * 3):
+        newest = claim(tmp_path, "a:1", 1)
+    assert len(list((tmp_path / CLAIMS_DIR).iterdir())) == KEPT_CLAIMS
+    assert newest.fenced_by() is None

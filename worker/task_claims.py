@@ -1,0 +1,109 @@
+"""Owner epochs in a task's checkpoint directory: the newest claim owns the task.
+
+Group membership decides who should run a task, but a worker can lose its membership
+without knowing it (a long pause, SIGSTOP, a partition) and keep running its queries
+until it notices. So every start of a task first *claims* the task in its checkpoint
+directory, which all workers share: it creates the next numbered file in `claims/` with
+an exclusive create, so two workers can never hold the same epoch, and the newest file
+names the owner. A query whose claim is no longer the newest is fenced: the runtime stops
+it and refuses to start it.
+
+Epochs count claims, not group generations: a group's generation starts again at 1 when
+the whole group is recreated (a broker without persistence, a group that expired), while
+a checkpoint outlives it. Each claim also carries a random token, so a checkpoint that was
+reset (removed and claimed again from 1) fences a claim made before the reset too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+CLAIMS_DIR: Final = "claims"
+KEPT_CLAIMS: Final = 8
+"""Older claim files are removed; only the newest number matters."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One start's ownership of a task: its epoch, and what it wrote there."""
+
+    directory: Path
+    epoch: int
+    token: str
+    worker_id: str
+    generation: int
+
+    def fenced_by(self) -> str | None:
+        """None while this claim is the newest; otherwise who holds the task now."""
+        newest = _newest_epoch(self.directory)
+        if newest is None:
+            return "nobody: the checkpoint was removed"
+        holder = _read(self.directory / _name(newest))
+        if newest == self.epoch and holder.get("token", self.token) == self.token:
+            return None
+        return (
+            f"worker {holder.get('worker_id', '?')} (epoch {newest}, "
+            f"generation {holder.get('generation', '?')})"
+        )
+
+
+def claim(
+    checkpoint_dir: Path,
+    worker_id: str,
+    generation: int,
+    new_token: Callable[[], str] = lambda: secrets.token_hex(16),
+) -> Claim:
+    """Take the next epoch of the task whose checkpoint is `checkpoint_dir`."""
+    directory = checkpoint_dir / CLAIMS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    token = new_token()
+    body = json.dumps({"worker_id": worker_id, "generation": generation, "token": token})
+    while True:
+        epoch = (_newest_epoch(directory) or 0) + 1
+        try:
+            fd = os.open(directory / _name(epoch), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w") as file:
+            file.write(body)
+            file.flush()
+            os.fsync(file.fileno())
+        _prune(directory, epoch)
+        return Claim(directory, epoch, token, worker_id, generation)
+
+
+def _name(epoch: int) -> str:
+    return f"{epoch:012d}"
+
+
+def _epochs(directory: Path) -> list[int]:
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return [int(name) for name in names if name.isdigit()]
+
+
+def _newest_epoch(directory: Path) -> int | None:
+    return max(_epochs(directory), default=None)
+
+
+def _read(path: Path) -> dict[str, object]:
+    """A claim still being written reads as empty."""
+    try:
+        body = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _prune(directory: Path, newest: int) -> None:
+    for epoch in _epochs(directory):
+        if epoch <= newest - KEPT_CLAIMS:
+            (directory / _name(epoch)).unlink(missing_ok=True)
