@@ -70,6 +70,8 @@ class WorkerProcess:
     rest_port: int = field(default_factory=free_port)
     tls_ca: Path | None = None
     """Set when the worker serves https (its `listeners` in `extra`): the CA to trust."""
+    python_path: Sequence[Path] = ()
+    """Extra import roots, e.g. where a test plugin's distribution metadata lives."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -101,6 +103,9 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         log = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
+        if self.python_path:
+            roots = [str(p) for p in self.python_path] + [env.get("PYTHONPATH", "")]
+            env["PYTHONPATH"] = os.pathsep.join(r for r in roots if r)
         self.process = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
