@@ -49,6 +49,11 @@ StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
 log = logging.getLogger(__name__)
 
 
+def job_tag(task_id: ConnectorTaskId) -> str:
+    """What a task's Spark jobs are tagged with, to find (or cancel) them by task."""
+    return f"sparkherd-task-{task_id.connector}-{task_id.task}"
+
+
 def describe_failure(error: BaseException) -> str:
     """The trace of a failure; a Spark error's message carries the JVM stack trace too."""
     return "".join(traceback.format_exception(error)).rstrip()
@@ -181,12 +186,15 @@ class SparkTaskRuntime:
         task_config: Mapping[str, str],
         generation: int,
     ) -> _Launched:
-        """Blocking: claim the task, then start its query in the task's own FAIR pool.
+        """Blocking: claim the task, then start its query in the task's own FAIR pool,
+        its jobs tagged with the task (`job_tag`).
 
         The query's execution thread inherits this thread's local properties when it is
-        created, so the pool is set only around `start` and cleared for whatever this
-        pooled thread runs next. A claim overtaken while the query started means another
-        worker started it too: this one stops again at once.
+        created, so pool and tag are set only around `start` and cleared for whatever
+        this pooled thread runs next. Spark itself runs each query's jobs in a job group
+        of their own (the query's run id), so stopping one task cancels only its jobs.
+        A claim overtaken while the query started means another worker started it too:
+        this one stops again at once.
         """
         task = validate_connector_config(self._registry, connector_config).connector.create_task()
         context = TaskContext(
@@ -202,10 +210,12 @@ class SparkTaskRuntime:
         owned = claim(context.checkpoint_dir, self._worker_id, generation)
         spark_context = spark.sparkContext
         spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))
+        spark_context.addJobTag(job_tag(task_id))
         try:
             query = task.start(spark, context)
         finally:
             spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, None)
+            spark_context.clearJobTags()
         holder = owned.fenced_by()
         if holder is not None:
             query.stop()

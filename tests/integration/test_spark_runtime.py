@@ -17,7 +17,7 @@ from worker.connectors.generator import GeneratorConnector
 from worker.plugins import Connector, PluginRegistry, Task, TaskContext, parse_config
 from worker.spark_session import SparkSessionProvider
 from worker.task_claims import claim
-from worker.task_runtime import SparkTaskRuntime
+from worker.task_runtime import SparkTaskRuntime, job_tag
 from worker.task_state import TaskState
 
 if TYPE_CHECKING:
@@ -147,6 +147,11 @@ def scheduler_pools(spark: SparkSession) -> set[str]:
     return {pools.apply(i).name() for i in range(pools.size())}
 
 
+def jobs_tagged(spark: SparkSession, tag: str) -> list[int]:
+    """The ids of the jobs Spark ran with `tag`; PySpark's status tracker has no tag call."""
+    return list(spark.sparkContext._jsc.sc().statusTracker().getJobIdsForTag(tag))
+
+
 def generator_config(output: Path, tasks: int) -> dict[str, str]:
     return {
         "connector.class": "generator",
@@ -196,6 +201,9 @@ async def test_generator_tasks_resume_after_a_stop_with_no_gap_and_no_duplicate(
     await task_runtime.stop_all()
 
     assert await asyncio.to_thread(scheduler_pools, spark) >= {"gen-0", "gen-1"}
+    for task_id in (first, second):
+        tagged = await asyncio.to_thread(jobs_tagged, spark, job_tag(task_id))
+        assert tagged, f"no job tagged for {task_id}"
     for task in (0, 1):
         assert (tmp_path / "checkpoints" / "gen" / f"task-{task}" / "commits").is_dir()
         rows = await asyncio.to_thread(committed_seqs, spark, output / f"task-{task}")

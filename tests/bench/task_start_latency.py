@@ -1,0 +1,108 @@
+"""Task start latency in a warm worker: from the runtime being handed an assigned task to
+the task being RUNNING (its checkpoint claimed, its streaming query started).
+
+This is the part of a hand-off the worker controls once a rebalance has assigned a task;
+the rebalance round itself is measured by cluster_rebalance.py. "Warm" means the
+worker's SparkSession exists and has started a query before, as it has in any worker
+that runs tasks. Three cases: first starts while more and more queries run, restarts of
+a task from its checkpoint, and a restart of every running task at once (a worker that
+gets a batch of tasks in one round).
+
+    python tests/bench/task_start_latency.py            # 12 tasks, 10 restarts
+    python tests/bench/task_start_latency.py --quick    # 4 tasks, 4 restarts
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from protocol.messages import ConnectorTaskId
+from tests.support.cluster import generator_config
+from worker.connectors import default_registry
+from worker.spark_session import SparkSessionProvider
+from worker.task_runtime import SparkTaskRuntime
+from worker.task_state import TaskState
+
+GENERATION = 1
+TARGET_P50_S = 1.0
+
+
+def summary(label: str, seconds: list[float]) -> str:
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return (
+        f"{label:<36} n={len(ordered):<3} p50 {statistics.median(ordered):6.3f} s   "
+        f"p95 {p95:6.3f} s   max {ordered[-1]:6.3f} s"
+    )
+
+
+async def timed_start(
+    runtime: SparkTaskRuntime, task: ConnectorTaskId, config: dict[str, str]
+) -> float:
+    began = time.perf_counter()
+    await runtime.start_task(task, config, config, GENERATION)
+    elapsed = time.perf_counter() - began
+    status = runtime.task_status(task)
+    if status is None or status.state is not TaskState.RUNNING:
+        raise SystemExit(f"{task} did not start: {status}")
+    return elapsed
+
+
+async def measure(tasks: int, restarts: int, root: Path) -> list[float]:
+    spark = SparkSessionProvider(
+        {"spark.master": "local[2]", "spark.driver.memory": "1g"}, "task-start-latency"
+    )
+    runtime = SparkTaskRuntime(
+        spark, default_registry(), root / "checkpoints", "bench:0", 10_000, lambda *_: None
+    )
+    config = generator_config(root / "out", tasks=1, rate=5)
+    try:
+        began = time.perf_counter()
+        await timed_start(runtime, ConnectorTaskId("warm-up", 0), config)
+        print(f"cold start (SparkSession + first query): {time.perf_counter() - began:.1f} s")
+        await runtime.stop_task(ConnectorTaskId("warm-up", 0))
+
+        ids = [ConnectorTaskId("bench", i) for i in range(tasks)]
+        first = [await timed_start(runtime, task, config) for task in ids]
+        print(summary(f"first start, 0..{tasks - 1} running", first))
+
+        again = []
+        for round_ in range(restarts):
+            task = ids[round_ % tasks]
+            await runtime.stop_task(task)
+            again.append(await timed_start(runtime, task, config))
+        print(summary(f"restart from checkpoint, {tasks} running", again))
+
+        await asyncio.gather(*(runtime.stop_task(task) for task in ids))
+        began = time.perf_counter()
+        together = await asyncio.gather(*(timed_start(runtime, task, config) for task in ids))
+        print(summary(f"{tasks} started at once (each)", list(together)))
+        print(f"{tasks} started at once (all):{'':<14}{time.perf_counter() - began:.3f} s")
+        return first + again
+    finally:
+        await runtime.stop_all()
+        await asyncio.to_thread(spark.stop)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a CI-sized run")
+    args = parser.parse_args()
+    tasks, restarts = (4, 4) if args.quick else (12, 10)
+    with tempfile.TemporaryDirectory(prefix="sparkherd-start-") as root:
+        single = asyncio.run(measure(tasks, restarts, Path(root)))
+    p50 = statistics.median(single)
+    verdict = "meets" if p50 < TARGET_P50_S else "misses"
+    print(f"single-task start p50 {p50:.3f} s {verdict} the {TARGET_P50_S:.0f} s target")
+
+
+if __name__ == "__main__":
+    main()
