@@ -1,0 +1,58 @@
+"""A worker whose `spark.master` is a Spark standalone cluster runs its tasks' jobs on the
+cluster's executors: every `spark.*` key reaches the session, and the checkpoint and
+output live where both driver and executors can reach them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.cluster import generator_config
+from tests.support.file_sink import committed_column, committed_files
+from tests.support.processes import WorkerProcess, free_port, wait_until
+from tests.support.spark_standalone import running_standalone_cluster
+from worker.embedded_broker import EmbeddedBroker
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT_S = 120
+
+
+def test_tasks_run_on_a_spark_standalone_cluster(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    with running_standalone_cluster(tmp_path / "spark") as spark:
+        worker = WorkerProcess(
+            "on-cluster",
+            broker.bootstrap_servers,
+            tmp_path / "checkpoints",
+            tmp_path,
+            [
+                f"group.id=standalone-{free_port()}",
+                f"spark.master={spark.master_url}",
+                "spark.driver.host=127.0.0.1",
+                "spark.driver.bindAddress=127.0.0.1",
+                "spark.executor.memory=512m",
+                "spark.cores.max=1",
+            ],
+        ).start()
+        try:
+            worker.wait_ready(TIMEOUT_S)
+            created = httpx.post(
+                f"{worker.url}/connectors",
+                json={"name": "remote", "config": generator_config(output, tasks=1)},
+                timeout=30,
+            )
+            assert created.status_code == 201, created.text
+            wait_until(
+                lambda: len(committed_files(output / "task-0")) >= 2, TIMEOUT_S, what="batches"
+            )
+            [app] = spark.state()["activeapps"]
+            assert app["name"] == f"sparkherd-{worker.url.removeprefix('http://')}"
+            assert app["cores"] == 1, "the app got no executor"
+            assert list((tmp_path / "spark" / "work" / app["id"]).iterdir()), "no executor ran"
+            seqs = committed_column(output / "task-0", "seq")
+            assert seqs == list(range(len(seqs)))
+        finally:
+            worker.kill()
