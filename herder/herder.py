@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -182,6 +182,7 @@ class DistributedHerder:
         self.leader_url: str | None = None
         self.owned: Allocation = EMPTY_ALLOCATION
         self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
+        self._task_configs_refreshed_at: dict[str, float] = {}
         self._connector_targets: dict[str, TargetState] = {}
         self._configured_at_join: Allocation = EMPTY_ALLOCATION
         self._rejoin = asyncio.Event()
@@ -478,6 +479,7 @@ class DistributedHerder:
             if self._config_changed.is_set():
                 self._config_changed.clear()
                 await self._on_config_change()
+            await self._refresh_task_configs()
 
     async def _config_unreadable(self) -> None:
         """The config topic could not be read to its end in time (Kafka's KAFKA-9849).
@@ -589,19 +591,44 @@ class DistributedHerder:
                 await self._runtime.stop_task(task)
             await self._start_task(task, snapshot)
 
-    async def _reconcile_task_configs(self) -> None:
-        """Leader only: make every started connector's committed task configs current."""
+    async def _reconcile_task_configs(self, only: Collection[str] | None = None) -> None:
+        """Leader only: make every started connector's (or `only` those connectors')
+        committed task configs current. A plugin may look at the outside world to split
+        its work, so it is asked off the event loop."""
         snapshot = self.configs.snapshot()
         for name, config in snapshot.connectors.items():
             if snapshot.target_state(name) is TargetState.STOPPED:
                 continue
+            if only is not None and name not in only:
+                continue
+            self._task_configs_refreshed_at[name] = self._clock()
             try:
-                wanted = self._plugins.task_configs(config)
-            except ValueError as exc:
+                wanted = await asyncio.to_thread(self._plugins.task_configs, config)
+            except Exception as exc:
                 log.error("connector %s: cannot compute task configs: %s", name, exc)
                 continue
             if list(snapshot.task_configs.get(name, ())) != wanted:
+                log.info("connector %s: task configs changed; %d tasks now", name, len(wanted))
                 await self.configs.put_task_configs(name, wanted)
+
+    async def _refresh_task_configs(self) -> None:
+        """Leader only: reconcile the connectors whose `task_configs_refresh_ms` is due."""
+        if not self.is_leader:
+            return
+        now = self._clock()
+        due = []
+        for name, config in self.configs.snapshot().connectors.items():
+            try:
+                interval = self._plugins.task_configs_refresh_s(config)
+            except ValueError:
+                continue
+            if (
+                interval is not None
+                and now >= self._task_configs_refreshed_at.get(name, 0.0) + interval
+            ):
+                due.append(name)
+        if due:
+            await self._reconcile_task_configs(only=due)
 
     async def _restart_reconfigured_tasks(self, snapshot: ConfigSnapshot) -> None:
         """Restart running tasks whose task config or target state changed under them."""

@@ -32,6 +32,10 @@ class RegistryPlugins:
     def connector_type(self, config: Mapping[str, str]) -> str:
         return self._validated(config).connector.connector_type
 
+    def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
+        refresh_ms = self._validated(config).connector.task_configs_refresh_ms
+        return None if refresh_ms is None else refresh_ms / 1000
+
     def _validated(self, config: Mapping[str, str]) -> ValidatedConnector:
         try:
             return validate_connector_config(self._registry, config)

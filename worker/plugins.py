@@ -136,6 +136,11 @@ class Connector(ABC):
     config_model: ClassVar[type[BaseModel]]
     connector_type: ClassVar[Literal["source", "sink"]]
     """Kafka Connect's `type` in REST answers: where the data flows from or to."""
+    task_configs_refresh_ms: ClassVar[int | None] = None
+    """For a connector whose split follows the outside world (new partitions, new
+    files): how often the leader calls `task_configs` again and, when the answer
+    changed, reconfigures the tasks. This is Connect's `requestTaskReconfiguration`,
+    polled, since a plugin instance holds no state. None: only when the config changes."""
 
     def validate(self, config: Mapping[str, str]) -> BaseModel:
         return parse_config(self.config_model, config)

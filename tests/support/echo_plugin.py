@@ -1,10 +1,11 @@
-"""A third-party-style connector plugin that lives in the test suite: a worker finds it
-only through the `sparkherd.connectors` entry point that `tests/data/plugin_path`
-declares, never because sparkherd imports it."""
+"""Third-party-style connector plugins that live in the test suite: a worker finds them
+only through the `sparkherd.connectors` entry points that `tests/data/plugin_path`
+declares, never because sparkherd imports them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -56,6 +57,32 @@ class EchoConnector(Connector):
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         return [dict(config) for _ in range(max_tasks)]
+
+    def create_task(self) -> Task:
+        return EchoTask()
+
+
+class ShardedEchoSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    shards_dir: Annotated[str, StringConstraints(min_length=1)] = Field(alias="shards.dir")
+    output_path: Annotated[str, StringConstraints(min_length=1)] = Field(alias="output.path")
+
+
+class ShardedEchoConnector(Connector):
+    """One task per entry of `shards.dir`, echoing the entry's name: a connector whose
+    split follows the outside world, as one reading a topic's partitions does."""
+
+    name = "test-sharded-echo"
+    config_model = ShardedEchoSettings
+    connector_type = "source"
+    task_configs_refresh_ms = 1000
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        shards = sorted(
+            p.name for p in Path(parse_config(ShardedEchoSettings, config).shards_dir).iterdir()
+        )
+        return [{**config, "message": shard} for shard in shards[:max_tasks]]
 
     def create_task(self) -> Task:
         return EchoTask()
