@@ -53,7 +53,7 @@ from worker.checkpoint_offsets import (
     reset_offsets,
 )
 from worker.config import WorkerConfig
-from worker.plugins import checkpoint_dir_for
+from worker.plugins import checkpoint_dir_for, checkpointed_tasks
 from worker.task_state import TaskState
 
 log = logging.getLogger(__name__)
@@ -952,14 +952,7 @@ class DistributedHerder:
         return checkpoint_dir_for(self._config.checkpoint_root, name, task)
 
     def _checkpointed_tasks(self, name: str) -> list[int]:
-        root = self._config.checkpoint_root / name
-        prefix = "task-"
-        found = root.iterdir() if root.is_dir() else iter(())
-        return sorted(
-            int(path.name.removeprefix(prefix))
-            for path in found
-            if path.name.startswith(prefix) and path.name.removeprefix(prefix).isdigit()
-        )
+        return checkpointed_tasks(self._config.checkpoint_root, name)
 
     async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
         """Any worker may write this record; every worker, this one included, applies it

@@ -23,6 +23,7 @@ from pydantic.fields import FieldInfo
 from rest.errors import error_response
 from rest.models import ConfigValue, ErrorBody, config_string, string_config
 from worker.plugins import (
+    CONNECTOR_CLASS,
     ConfigProblem,
     Connector,
     ConnectorConfigError,
@@ -33,7 +34,6 @@ from worker.plugins import (
     qualified_name,
 )
 
-CONNECTOR_CLASS: Final = "connector.class"
 HIDDEN: Final = "[hidden]"
 """What Connect shows instead of a PASSWORD value."""
 

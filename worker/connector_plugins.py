@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from worker.plugins import (
+    CONNECTOR_CLASS,
     PluginRegistry,
     UnknownPluginError,
     ValidatedConnector,
@@ -33,7 +34,13 @@ class RegistryPlugins:
         return self._validated(config).connector.connector_type
 
     def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
-        refresh_ms = self._validated(config).connector.task_configs_refresh_ms
+        """A class attribute: the plugin is looked up, the config not validated (the
+        herder asks for every connector each time its loop wakes)."""
+        try:
+            connector = self._registry.resolve(config.get(CONNECTOR_CLASS, ""))
+        except UnknownPluginError as exc:
+            raise ValueError(str(exc)) from exc
+        refresh_ms = connector.task_configs_refresh_ms
         return None if refresh_ms is None else refresh_ms / 1000
 
     def _validated(self, config: Mapping[str, str]) -> ValidatedConnector:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 ENTRY_POINT_GROUP: Final = "sparkherd.connectors"
+CONNECTOR_CLASS: Final = "connector.class"
+TASK_DIR_PREFIX: Final = "task-"
 WHOLE_CONFIG: Final = "<config>"
 """The key a problem is filed under when it concerns no single setting."""
 
@@ -107,7 +109,18 @@ def checkpoint_dir_for(checkpoint_root: Path, connector: str, task: int) -> Path
     """
     if connector in ("", ".", "..") or "/" in connector or "\\" in connector:
         raise ValueError(f"Connector name {connector!r} cannot name a checkpoint directory")
-    return checkpoint_root / connector / f"task-{task}"
+    return checkpoint_root / connector / f"{TASK_DIR_PREFIX}{task}"
+
+
+def checkpointed_tasks(checkpoint_root: Path, connector: str) -> list[int]:
+    """The task numbers that have a checkpoint directory under `checkpoint_dir_for`."""
+    root = checkpoint_dir_for(checkpoint_root, connector, 0).parent
+    names = [path.name for path in root.iterdir()] if root.is_dir() else []
+    return sorted(
+        int(name.removeprefix(TASK_DIR_PREFIX))
+        for name in names
+        if name.startswith(TASK_DIR_PREFIX) and name.removeprefix(TASK_DIR_PREFIX).isdigit()
+    )
 
 
 class Task(ABC):
@@ -251,7 +264,7 @@ class _FrameworkSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     connector_class: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
-        alias="connector.class"
+        alias=CONNECTOR_CLASS
     )
     tasks_max: int = Field(default=1, alias="tasks.max", ge=1)
 
