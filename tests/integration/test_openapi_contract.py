@@ -18,7 +18,7 @@ from schemathesis.checks import (
 from schemathesis.core.result import Ok
 from schemathesis.schemas import APIOperation
 
-from tests.support.processes import WorkerProcess, free_port
+from tests.support.processes import WorkerProcess, ready_worker
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -36,18 +36,8 @@ def contract_worker(
     broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WorkerProcess]:
     root = tmp_path_factory.mktemp("contract-worker")
-    process = WorkerProcess(
-        "contract-worker",
-        broker.bootstrap_servers,
-        root / "checkpoints",
-        root,
-        [f"group.id=contract-{free_port()}"],
-    ).start()
-    try:
-        process.wait_ready(120)
+    with ready_worker("contract-worker", broker.bootstrap_servers, root) as process:
         yield process
-    finally:
-        process.kill()
 
 
 def test_no_server_errors_and_documented_bodies(contract_worker: WorkerProcess) -> None:

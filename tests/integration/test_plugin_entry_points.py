@@ -1,5 +1,6 @@
-"""A connector plugin installed only as an entry point (`sparkherd.connectors`) is
-listed, validated, run and stopped by a real worker, like a third-party package would be."""
+"""Connector plugins installed only as entry points (`sparkherd.connectors`) are listed,
+validated, run, reconfigured and stopped by a real worker, as a third-party package's
+would be."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.file_sink import committed_files
-from tests.support.processes import WorkerProcess, free_port, wait_until
+from tests.support.processes import ready_worker, wait_until
+from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -23,35 +24,13 @@ ALIAS = "test-echo"
 TIMEOUT_S = 120
 
 
-def call(worker: WorkerProcess, method: str, path: str, expect: int, **kwargs: Any) -> Any:
-    answer = httpx.request(method, f"{worker.url}{path}", timeout=60, **kwargs)
-    assert answer.status_code == expect, f"{method} {path}: {answer.status_code} {answer.text}"
-    return answer.json() if answer.content else None
-
-
-def states(worker: WorkerProcess, name: str) -> tuple[str, list[str]]:
-    status = httpx.get(f"{worker.url}/connectors/{name}/status", timeout=10).json()
-    return status["connector"]["state"], [t["state"] for t in status["tasks"]]
-
-
 @pytest.fixture(scope="module")
-def plugin_host(
-    broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WorkerProcess]:
+def plugin_host(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     root = tmp_path_factory.mktemp("plugin-host")
-    worker = WorkerProcess(
-        "plugin-host",
-        broker.bootstrap_servers,
-        root / "checkpoints",
-        root,
-        [f"group.id=plugins-{free_port()}"],
-        python_path=[PLUGIN_PATH],
-    ).start()
-    try:
-        worker.wait_ready(TIMEOUT_S)
-        yield worker
-    finally:
-        worker.kill()
+    with ready_worker(
+        "plugin-host", broker.bootstrap_servers, root, python_path=[PLUGIN_PATH]
+    ) as worker:
+        yield Api(worker.url)
 
 
 def echoed(directory: Path) -> list[dict[str, Any]]:
@@ -63,22 +42,21 @@ def echoed(directory: Path) -> list[dict[str, Any]]:
 
 
 def test_an_entry_point_plugin_is_listed_validated_run_and_stopped(
-    plugin_host: WorkerProcess, tmp_path: Path
+    plugin_host: Api, tmp_path: Path
 ) -> None:
-    worker = plugin_host
-    listed = call(worker, "GET", "/connector-plugins", 200)
+    api = plugin_host
+    listed = api.call("GET", "/connector-plugins", 200).json()
     assert {"class": "tests.support.echo_plugin.EchoConnector", "type": "source"} in listed
 
-    keys = call(worker, "GET", f"/connector-plugins/{ALIAS}/config", 200)
+    keys = api.call("GET", f"/connector-plugins/{ALIAS}/config", 200).json()
     assert {"message", "output.path"} <= {k["name"] for k in keys}
     output = tmp_path / "out"
-    checked = call(
-        worker,
+    checked = api.call(
         "PUT",
         f"/connector-plugins/{ALIAS}/config/validate",
         200,
         json={"connector.class": ALIAS, "output.path": str(output), "message": ""},
-    )
+    ).json()
     assert checked["error_count"] == 1
     [message] = [c for c in checked["configs"] if c["value"]["name"] == "message"]
     assert message["value"]["errors"]
@@ -89,12 +67,8 @@ def test_an_entry_point_plugin_is_listed_validated_run_and_stopped(
         "message": "hello",
         "output.path": str(output),
     }
-    call(worker, "POST", "/connectors", 201, json={"name": "echo", "config": config})
-    wait_until(
-        lambda: states(worker, "echo") == ("RUNNING", ["RUNNING", "RUNNING"]),
-        TIMEOUT_S,
-        what="echo running",
-    )
+    api.call("POST", "/connectors", 201, json={"name": "echo", "config": config})
+    api.wait_states("echo", "RUNNING", ["RUNNING", "RUNNING"])
     wait_until(
         lambda: all(committed_files(output / f"task-{t}") for t in (0, 1)),
         TIMEOUT_S,
@@ -103,18 +77,18 @@ def test_an_entry_point_plugin_is_listed_validated_run_and_stopped(
     rows = echoed(output / "task-1")
     assert rows and all(row["message"] == "hello" and row["task"] == 1 for row in rows)
 
-    call(worker, "PUT", "/connectors/echo/stop", 204)
-    wait_until(lambda: states(worker, "echo") == ("STOPPED", []), TIMEOUT_S, what="echo stopped")
+    api.call("PUT", "/connectors/echo/stop", 204)
+    api.wait_states("echo", "STOPPED", [])
     settled = len(committed_files(output / "task-0"))
     time.sleep(3)
     assert len(committed_files(output / "task-0")) == settled, "a stopped task still writes"
-    call(worker, "DELETE", "/connectors/echo", 204)
+    api.call("DELETE", "/connectors/echo", 204)
 
 
 def test_a_connector_whose_split_follows_the_outside_world_is_reconfigured(
-    plugin_host: WorkerProcess, tmp_path: Path
+    plugin_host: Api, tmp_path: Path
 ) -> None:
-    worker, shards, output = plugin_host, tmp_path / "shards", tmp_path / "out"
+    api, shards, output = plugin_host, tmp_path / "shards", tmp_path / "out"
     (shards / "alpha").mkdir(parents=True)
     config = {
         "connector.class": "test-sharded-echo",
@@ -122,22 +96,14 @@ def test_a_connector_whose_split_follows_the_outside_world_is_reconfigured(
         "shards.dir": str(shards),
         "output.path": str(output),
     }
-    call(worker, "POST", "/connectors", 201, json={"name": "sharded", "config": config})
-    wait_until(
-        lambda: states(worker, "sharded") == ("RUNNING", ["RUNNING"]), TIMEOUT_S, what="one shard"
-    )
+    api.call("POST", "/connectors", 201, json={"name": "sharded", "config": config})
+    api.wait_states("sharded", "RUNNING", ["RUNNING"])
 
     (shards / "beta").mkdir()
-    wait_until(
-        lambda: states(worker, "sharded") == ("RUNNING", ["RUNNING", "RUNNING"]),
-        TIMEOUT_S,
-        what="a task for the new shard",
-    )
+    api.wait_states("sharded", "RUNNING", ["RUNNING", "RUNNING"])
     rows = wait_until(lambda: echoed(output / "task-1"), TIMEOUT_S, what="rows of the new task")
     assert {row["message"] for row in rows} == {"beta"}
 
     (shards / "beta").rmdir()
-    wait_until(
-        lambda: states(worker, "sharded") == ("RUNNING", ["RUNNING"]), TIMEOUT_S, what="back to one"
-    )
-    call(worker, "DELETE", "/connectors/sharded", 204)
+    api.wait_states("sharded", "RUNNING", ["RUNNING"])
+    api.call("DELETE", "/connectors/sharded", 204)

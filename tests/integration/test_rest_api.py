@@ -15,7 +15,14 @@ import pytest
 
 from tests.support.cluster import generator_config
 from tests.support.file_sink import committed_column
-from tests.support.processes import WorkerProcess, free_port, running_broker, wait_until
+from tests.support.processes import (
+    WorkerProcess,
+    free_port,
+    ready_worker,
+    running_broker,
+    wait_until,
+)
+from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -28,43 +35,10 @@ def worker(
     broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WorkerProcess]:
     root = tmp_path_factory.mktemp("rest-worker")
-    process = WorkerProcess(
-        "rest-worker",
-        broker.bootstrap_servers,
-        root / "checkpoints",
-        root,
-        [f"group.id=rest-{free_port()}"],
-    ).start()
-    try:
-        process.wait_ready(TIMEOUT_S)
+    with ready_worker(
+        "rest-worker", broker.bootstrap_servers, root, timeout_s=TIMEOUT_S
+    ) as process:
         yield process
-    finally:
-        process.kill()
-
-
-class Api:
-    """A thin client that fails with the answer's body when a status is not the expected one."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def call(self, method: str, path: str, expect: int, **kwargs: Any) -> httpx.Response:
-        answer = httpx.request(method, f"{self.url}{path}", timeout=60, **kwargs)
-        assert answer.status_code == expect, f"{method} {path}: {answer.status_code} {answer.text}"
-        return answer
-
-    def status(self, name: str) -> dict[str, Any]:
-        body: dict[str, Any] = self.call("GET", f"/connectors/{name}/status", 200).json()
-        return body
-
-    def wait_states(self, name: str, connector: str, tasks: list[str]) -> dict[str, Any]:
-        def reached() -> dict[str, Any] | None:
-            status = self.status(name)
-            states = [t["state"] for t in status["tasks"]]
-            return status if (status["connector"]["state"], states) == (connector, tasks) else None
-
-        found: dict[str, Any] = wait_until(reached, TIMEOUT_S, what=f"{name}: {connector} {tasks}")
-        return found
 
 
 def lists_connector(process: WorkerProcess, name: str) -> bool:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.cluster import generator_config
 from tests.support.file_sink import committed_column, committed_files
-from tests.support.processes import WorkerProcess, free_port, wait_until
+from tests.support.processes import ready_worker, wait_until
 from tests.support.spark_standalone import running_standalone_cluster
 from worker.embedded_broker import EmbeddedBroker
 
@@ -23,22 +23,14 @@ TIMEOUT_S = 120
 def test_tasks_run_on_a_spark_standalone_cluster(broker: EmbeddedBroker, tmp_path: Path) -> None:
     output = tmp_path / "out"
     with running_standalone_cluster(tmp_path / "spark") as spark:
-        worker = WorkerProcess(
-            "on-cluster",
-            broker.bootstrap_servers,
-            tmp_path / "checkpoints",
-            tmp_path,
-            [
-                f"group.id=standalone-{free_port()}",
-                f"spark.master={spark.master_url}",
-                "spark.driver.host=127.0.0.1",
-                "spark.driver.bindAddress=127.0.0.1",
-                "spark.executor.memory=512m",
-                "spark.cores.max=1",
-            ],
-        ).start()
-        try:
-            worker.wait_ready(TIMEOUT_S)
+        settings = [
+            f"spark.master={spark.master_url}",
+            "spark.driver.host=127.0.0.1",
+            "spark.driver.bindAddress=127.0.0.1",
+            "spark.executor.memory=512m",
+            "spark.cores.max=1",
+        ]
+        with ready_worker("on-cluster", broker.bootstrap_servers, tmp_path, settings) as worker:
             created = httpx.post(
                 f"{worker.url}/connectors",
                 json={"name": "remote", "config": generator_config(output, tasks=1)},
@@ -54,5 +46,3 @@ def test_tasks_run_on_a_spark_standalone_cluster(broker: EmbeddedBroker, tmp_pat
             assert list((tmp_path / "spark" / "work" / app["id"]).iterdir()), "no executor ran"
             seqs = committed_column(output / "task-0", "seq")
             assert seqs == list(range(len(seqs)))
-        finally:
-            worker.kill()

@@ -147,3 +147,29 @@ class WorkerProcess:
 
     def log_text(self) -> str:
         return (self.log_dir / f"{self.name}.log").read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def ready_worker(
+    name: str,
+    bootstrap_servers: str,
+    root: Path,
+    extra: Sequence[str] = (),
+    python_path: Sequence[Path] = (),
+    timeout_s: float = 120.0,
+) -> Iterator[WorkerProcess]:
+    """One worker in a group of its own (checkpoints and log under `root`), ready, and
+    killed on the way out."""
+    worker = WorkerProcess(
+        name,
+        bootstrap_servers,
+        root / "checkpoints",
+        root,
+        [f"group.id={name}-{free_port()}", *extra],
+        python_path=python_path,
+    ).start()
+    try:
+        worker.wait_ready(timeout_s)
+        yield worker
+    finally:
+        worker.kill()

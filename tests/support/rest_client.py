@@ -1,0 +1,38 @@
+"""A thin Kafka Connect REST client for integration tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.support.processes import wait_until
+
+
+class Api:
+    """Fails with the answer's body when a status is not the expected one."""
+
+    def __init__(self, url: str, timeout_s: float = 120.0) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        """How long `wait_states` waits."""
+
+    def call(self, method: str, path: str, expect: int, **kwargs: Any) -> httpx.Response:
+        answer = httpx.request(method, f"{self.url}{path}", timeout=60, **kwargs)
+        assert answer.status_code == expect, f"{method} {path}: {answer.status_code} {answer.text}"
+        return answer
+
+    def status(self, name: str) -> dict[str, Any]:
+        body: dict[str, Any] = self.call("GET", f"/connectors/{name}/status", 200).json()
+        return body
+
+    def wait_states(self, name: str, connector: str, tasks: list[str]) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            status = self.status(name)
+            states = [t["state"] for t in status["tasks"]]
+            return status if (status["connector"]["state"], states) == (connector, tasks) else None
+
+        found: dict[str, Any] = wait_until(
+            reached, self.timeout_s, what=f"{name}: {connector} {tasks}"
+        )
+        return found
