@@ -112,6 +112,13 @@ def checkpoint_dir_for(checkpoint_root: Path, connector: str, task: int) -> Path
     return checkpoint_root / connector / f"{TASK_DIR_PREFIX}{task}"
 
 
+def task_output_path(output_path: str, task: int) -> str:
+    """`<output_path>/task-<i>`: a file sink keeps its own commit log in its directory,
+    so each task's query writes a directory of its own. A string, not a Path: the
+    output may be a URI (s3a://, hdfs://) that Path would mangle."""
+    return f"{output_path.rstrip('/')}/{TASK_DIR_PREFIX}{task}"
+
+
 def checkpointed_tasks(checkpoint_root: Path, connector: str) -> list[int]:
     """The task numbers that have a checkpoint directory under `checkpoint_dir_for`."""
     root = checkpoint_dir_for(checkpoint_root, connector, 0).parent

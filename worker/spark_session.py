@@ -9,6 +9,8 @@ only serves REST or waits in the group never pays for it.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -64,6 +66,9 @@ class SparkSessionProvider:
     def get(self) -> SparkSession:
         with self._lock:
             if self._session is None:
+                # Python data sources plan in Python processes the JVM starts with this
+                # interpreter; the default, `python3` on PATH, may lack sparkherd's packages.
+                os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
                 builder = SparkSession.builder.appName(self._app_name)
                 for key, value in self._conf.items():
                     builder = builder.config(key, value)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from worker.connectors.generator import GeneratorConnector
+from worker.connectors.kafka_to_files import KafkaToFilesConnector
 from worker.plugins import Connector, PluginRegistry
 
-BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (GeneratorConnector,)
+BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (GeneratorConnector, KafkaToFilesConnector)
 
 
 def default_registry() -> PluginRegistry:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pyspark.sql import functions as F
 
+from worker.connectors.file_sink import start_file_sink
 from worker.plugins import Connector, Task, TaskContext, parse_config
 
 if TYPE_CHECKING:
@@ -35,10 +36,6 @@ class GeneratorSettings(BaseModel):
     @property
     def rows_per_batch(self) -> int:
         return max(1, self.rows_per_second * self.batch_interval_ms // 1000)
-
-    def task_output(self, task: int) -> str:
-        """A string, not a Path: the output may be a URI (s3a://, hdfs://) Path would mangle."""
-        return f"{self.output_path.rstrip('/')}/task-{task}"
 
 
 class GeneratorTask(Task):
@@ -65,13 +62,8 @@ class GeneratorTask(Task):
                 F.current_timestamp().alias("ts"),
             )
         )
-        return (
-            rows.writeStream.format(settings.output_format)
-            .option("path", settings.task_output(context.task))
-            .option("checkpointLocation", str(context.checkpoint_dir))
-            .queryName(context.query_name)
-            .trigger(processingTime=f"{settings.batch_interval_ms} milliseconds")
-            .start()
+        return start_file_sink(
+            rows, context, settings.output_path, settings.output_format, settings.batch_interval_ms
         )
 
 

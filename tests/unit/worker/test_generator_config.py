@@ -21,6 +21,7 @@ from worker.plugins import (
     UnknownPluginError,
     checkpoint_dir_for,
     parse_config,
+    task_output_path,
     validate_connector_config,
 )
 
@@ -65,7 +66,7 @@ def test_generator_defaults_apply_when_only_the_output_path_is_given() -> None:
     settings = parse_config(GeneratorSettings, {"output.path": "/data/out"})
 
     assert (settings.rows_per_second, settings.output_format) == (10, "parquet")
-    assert settings.task_output(3) == "/data/out/task-3"
+    assert task_output_path(settings.output_path, 3) == "/data/out/task-3"
 
 
 def test_generator_parses_string_values_and_keeps_uris_intact() -> None:
@@ -75,7 +76,7 @@ def test_generator_parses_string_values_and_keeps_uris_intact() -> None:
     )
 
     assert (settings.rows_per_second, settings.output_format) == (250, "json")
-    assert settings.task_output(0) == "s3a://bucket/gen/task-0"
+    assert task_output_path(settings.output_path, 0) == "s3a://bucket/gen/task-0"
 
 
 @pytest.mark.parametrize(
@@ -227,7 +228,7 @@ def test_entry_point_plugins_are_registered_and_broken_ones_skipped(
     with caplog.at_level(logging.WARNING, logger="worker.plugins"):
         registry = PluginRegistry(BUILTIN_CONNECTORS, installed)
 
-    assert registry.list_plugins() == [EchoConnector, GeneratorConnector]
+    assert registry.list_plugins() == [EchoConnector, *BUILTIN_CONNECTORS]
     assert registry.resolve("echo") is EchoConnector
     skipped = [r.getMessage() for r in caplog.records]
     assert any("broken" in m for m in skipped) and any("not-a-connector" in m for m in skipped)

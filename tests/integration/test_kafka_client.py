@@ -1,0 +1,51 @@
+"""The blocking Kafka client against the real broker: true end offsets, exact ranges."""
+
+from __future__ import annotations
+
+import pytest
+from aiokafka import TopicPartition
+
+from tests.support.kafka_topics import create_topic, keyed, produce
+from tests.support.processes import free_port
+from worker.embedded_broker import EmbeddedBroker
+from worker.kafka.client import BlockingKafka, KafkaUnavailableError, Outgoing
+
+pytestmark = pytest.mark.integration
+
+
+def test_end_offsets_count_every_record_of_multi_record_batches(broker: EmbeddedBroker) -> None:
+    """Tansu's ListOffsets(latest) stops at the newest batch's base offset + 1; a batch of
+    many records is what exposes it."""
+    topic = f"ends-{free_port()}"
+    create_topic(broker.bootstrap_servers, topic, 2)
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    with BlockingKafka(broker.bootstrap_servers, "test") as kafka:
+        assert kafka.end_offsets(tps) == {tps[0]: 0, tps[1]: 0}
+        for _ in range(3):
+            kafka.publish(topic, [Outgoing(None, b"x", partition=0) for _ in range(50)])
+        assert kafka.end_offsets(tps) == {tps[0]: 150, tps[1]: 0}
+        assert kafka.beginning_offsets(tps) == {tps[0]: 0, tps[1]: 0}
+
+
+def test_fetch_returns_exactly_the_range_with_headers(broker: EmbeddedBroker) -> None:
+    topic = f"range-{free_port()}"
+    create_topic(broker.bootstrap_servers, topic, 1)
+    records = [
+        Outgoing(r.key, r.value, headers=(("n", str(i).encode()),), partition=0)
+        for i, r in enumerate(keyed(range(500)))
+    ]
+    produce(broker.bootstrap_servers, topic, records)
+    tp = TopicPartition(topic, 0)
+    with BlockingKafka(broker.bootstrap_servers, "test") as kafka:
+        fetched = [r for chunk in kafka.fetch(tp, 120, 380) for r in chunk]
+        assert [r.offset for r in fetched] == list(range(120, 380))
+        assert fetched[0].key == b"key-120" and fetched[-1].value == b"value-379"
+        assert fetched[5].headers == (("n", b"125"),)
+
+
+def test_a_missing_topic_is_named(broker: EmbeddedBroker) -> None:
+    with (
+        BlockingKafka(broker.bootstrap_servers, "test") as kafka,
+        pytest.raises(KafkaUnavailableError, match="'nowhere' does not exist"),
+    ):
+        kafka.partitions("nowhere")

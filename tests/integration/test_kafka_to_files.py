@@ -1,0 +1,115 @@
+"""`kafka-to-files` on real workers, a real broker and real Spark: every record of a
+keyed topic lands in the output once, while a worker is killed and comes back."""
+
+from __future__ import annotations
+
+import csv
+import signal
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.cluster import Cluster
+from tests.support.file_sink import committed_files
+from tests.support.kafka_topics import create_topic, keyed, produce
+from tests.support.processes import free_port, ready_worker, wait_until
+from tests.support.rest_client import Api
+from worker.embedded_broker import EmbeddedBroker
+
+pytestmark = pytest.mark.integration
+
+RECORDS = 10_000
+PARTITIONS = 4
+WAVES = 4
+
+
+def written(output: Path) -> list[tuple[str, int, int]]:
+    """(key, partition, offset) of every committed row, over all task directories."""
+    rows: list[tuple[str, int, int]] = []
+    for task_dir in sorted(output.glob("task-*")):
+        for path in committed_files(task_dir):
+            table = pq.read_table(path, columns=["key", "partition", "offset"]).to_pydict()
+            rows += zip(table["key"], table["partition"], table["offset"], strict=True)
+    return rows
+
+
+def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    topic = f"orders-{free_port()}"
+    create_topic(broker.bootstrap_servers, topic, PARTITIONS)
+    output = tmp_path / "out"
+    waves = [range(w * RECORDS // WAVES, (w + 1) * RECORDS // WAVES) for w in range(WAVES)]
+    cluster = Cluster(
+        broker.bootstrap_servers,
+        tmp_path,
+        size=2,
+        settings=["scheduled.rebalance.max.delay.ms=3000"],
+    )
+    with cluster.running():
+        produce(broker.bootstrap_servers, topic, keyed(waves[0]))
+        cluster.create(
+            "orders",
+            {
+                "connector.class": "kafka-to-files",
+                "tasks.max": str(PARTITIONS),
+                "kafka.bootstrap.servers": broker.bootstrap_servers,
+                "topics": topic,
+                "output.path": str(output),
+                "trigger.interval.ms": "500",
+            },
+        )
+        cluster.wait_converged(PARTITIONS)
+        wait_until(lambda: len(written(output)) >= len(waves[0]), 120, what="the first wave")
+
+        produce(broker.bootstrap_servers, topic, keyed(waves[1]))
+        cluster.workers[1].signal(signal.SIGKILL)
+        produce(broker.bootstrap_servers, topic, keyed(waves[2]))
+        cluster.wait_converged(PARTITIONS)
+
+        cluster.restart(1).wait_ready(120)
+        produce(broker.bootstrap_servers, topic, keyed(waves[3]))
+        views = cluster.wait_converged(PARTITIONS)
+        assert len({v.worker_id for v in views}) == 2, "the restarted worker got no task back"
+        wait_until(lambda: len(written(output)) >= RECORDS, 180, what="every record")
+
+    rows = written(output)
+    assert len(rows) == RECORDS, "duplicates"
+    assert sorted(key for key, _, _ in rows) == sorted(f"key-{n}" for n in range(RECORDS))
+    per_partition = sorted((p, o) for _, p, o in rows)
+    assert len(set(per_partition)) == RECORDS
+
+
+def csv_rows(task_dir: Path) -> list[dict[str, str]]:
+    return [row for path in committed_files(task_dir) for row in csv.DictReader(path.open())]
+
+
+def test_transform_sql_shapes_each_batch_written_as_csv(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    topic = f"shouts-{free_port()}"
+    create_topic(broker.bootstrap_servers, topic, 1)
+    produce(broker.bootstrap_servers, topic, keyed(range(100)))
+    output = tmp_path / "out"
+    with ready_worker("sql", broker.bootstrap_servers, tmp_path) as worker:
+        api = Api(worker.url)
+        config = {
+            "connector.class": "kafka-to-files",
+            "kafka.bootstrap.servers": broker.bootstrap_servers,
+            "topics": topic,
+            "output.path": str(output),
+            "output.format": "csv",
+            "transform.sql": "SELECT upper(CAST(value AS STRING)) AS shout, offset "
+            "FROM source WHERE offset % 2 = 0",
+        }
+        api.call("PUT", "/connectors/shouts/config", 201, json=config)
+        api.wait_states("shouts", "RUNNING", ["RUNNING"])
+        rows = wait_until(
+            lambda: (found := csv_rows(output / "task-0")) and len(found) >= 50 and found,
+            120,
+            what="the transformed rows",
+        )
+    assert sorted(rows, key=lambda r: int(r["offset"])) == [
+        {"shout": f"VALUE-{n}", "offset": str(n)} for n in range(0, 100, 2)
+    ]

@@ -1,0 +1,46 @@
+"""Topics for connector tests: created, filled with keyed records, and read back whole."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from aiokafka import TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from worker.kafka.client import BlockingKafka, Outgoing, Record
+
+
+def create_topic(bootstrap_servers: str, name: str, partitions: int) -> None:
+    async def create() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(name, partitions, 1)])
+        finally:
+            await admin.close()
+
+    asyncio.run(create())
+
+
+def keyed(numbers: Iterable[int]) -> list[Outgoing]:
+    """Record `n` has key `key-n` and value `value-n`: what a test looks for in the output."""
+    return [Outgoing(f"key-{n}".encode(), f"value-{n}".encode()) for n in numbers]
+
+
+def produce(bootstrap_servers: str, topic: str, records: list[Outgoing]) -> None:
+    with BlockingKafka(bootstrap_servers, "test-producer") as kafka:
+        kafka.publish(topic, records)
+
+
+def read_topic(bootstrap_servers: str, topic: str) -> list[Record]:
+    """Every record in the topic now, partition by partition."""
+    with BlockingKafka(bootstrap_servers, "test-reader") as kafka:
+        partitions = [TopicPartition(topic, p) for p in kafka.partitions(topic)]
+        ends = kafka.end_offsets(partitions)
+        return [
+            record
+            for tp in partitions
+            for chunk in kafka.fetch(tp, 0, ends[tp])
+            for record in chunk
+        ]

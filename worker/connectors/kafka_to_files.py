@@ -1,0 +1,161 @@
+"""`kafka-to-files`: Kafka topics into parquet, json or csv files, each record once.
+
+Tasks split the topics' partitions; task `i` reads its partitions and writes
+`<output.path>/task-<i>` through Spark's file sink. Exactly once comes from Spark:
+the offsets of a batch are in the task's checkpoint before the batch runs, a batch that
+has to run again (after a crash, on another worker) reads the same offsets, and the file
+sink's log commits each batch once. Kafka's consumer groups are not used at all.
+
+A partition's position therefore lives in the checkpoint of the task that read it, so
+the split must not move a partition that a task has read to another task: partitions
+are split by a rule that keeps every existing partition where it is when partitions are
+added, and a task that is given a partition another task's checkpoint holds refuses to
+start (changing `tasks.max` does that) instead of reading it twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Final, Literal
+
+from aiokafka import TopicPartition
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from worker.checkpoint_offsets import committed_offsets
+from worker.connectors.file_sink import start_file_sink
+from worker.kafka.client import BlockingKafka
+from worker.kafka.source import format_assignment, parse_assignment
+from worker.kafka.spark_io import KafkaClientChoice, read_kafka
+from worker.plugins import (
+    TASK_DIR_PREFIX,
+    Connector,
+    Task,
+    TaskContext,
+    checkpointed_tasks,
+    parse_config,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+ASSIGN_KEY: Final = "kafka.assign"
+SOURCE_VIEW: Final = "source"
+DEFAULT_TRANSFORM: Final = (
+    "SELECT CAST(key AS STRING) AS key, CAST(value AS STRING) AS value, "
+    "topic, partition, offset, timestamp FROM source"
+)
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class KafkaToFilesSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    bootstrap_servers: NonEmpty = Field(alias="kafka.bootstrap.servers")
+    topics: tuple[str, ...] = Field(alias="topics")
+    output_path: NonEmpty = Field(alias="output.path")
+    output_format: Literal["parquet", "json", "csv"] = Field(
+        default="parquet", alias="output.format"
+    )
+    transform_sql: NonEmpty = Field(default=DEFAULT_TRANSFORM, alias="transform.sql")
+    starting_offsets: Literal["earliest", "latest"] = Field(
+        default="earliest", alias="starting.offsets"
+    )
+    kafka_client: KafkaClientChoice = Field(default="auto", alias="kafka.client")
+    trigger_interval_ms: int = Field(default=1000, alias="trigger.interval.ms", ge=100)
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _split_topics(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        topics = tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
+        if not topics:
+            raise ValueError("name at least one topic")
+        return topics
+
+
+def split_partitions(
+    partitions: Mapping[str, list[int]], topics: tuple[str, ...], max_tasks: int
+) -> list[list[TopicPartition]]:
+    """Partition `p` of the `j`-th topic goes to task `(j + p) % max_tasks`: adding
+    partitions or appending topics never moves a partition already assigned. Tasks left
+    without partitions are not created."""
+    tasks: list[list[TopicPartition]] = [[] for _ in range(max_tasks)]
+    for j, topic in enumerate(topics):
+        for p in partitions[topic]:
+            tasks[(j + p) % max_tasks].append(TopicPartition(topic, p))
+    return [assigned for assigned in tasks if assigned]
+
+
+class PartitionMovedError(RuntimeError):
+    """A partition given to this task was read by another task of the same connector."""
+
+
+def check_not_read_elsewhere(context: TaskContext, assigned: list[TopicPartition]) -> None:
+    connector_dir = context.checkpoint_dir.parent
+    mine = {(tp.topic, str(tp.partition)) for tp in assigned}
+    for task in checkpointed_tasks(connector_dir.parent, context.connector):
+        if task == context.task:
+            continue
+        for source in committed_offsets(connector_dir / f"{TASK_DIR_PREFIX}{task}", task):
+            held = {
+                (topic, partition)
+                for topic, positions in source.offset.items()
+                for partition in positions
+            }
+            moved = sorted(mine & held)
+            if moved:
+                names = ", ".join(f"{topic}:{partition}" for topic, partition in moved)
+                raise PartitionMovedError(
+                    f"Partitions {names} were read by task {task} of connector "
+                    f"{context.connector}, whose checkpoint holds their position; reading "
+                    "them here would duplicate or skip records. The split changed (did "
+                    "tasks.max change?): restore it, or stop the connector, reset its "
+                    "offsets and write to a new output.path"
+                )
+
+
+class KafkaToFilesTask(Task):
+    def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
+        """In a session of its own, so `transform.sql`'s view named `source` is this
+        task's and no other's (sessions share the SparkContext, not temporary views)."""
+        settings = parse_config(KafkaToFilesSettings, context.task_config)
+        assigned = parse_assignment(context.task_config[ASSIGN_KEY])
+        check_not_read_elsewhere(context, assigned)
+        session = spark.newSession()
+        records = read_kafka(
+            session,
+            settings.bootstrap_servers,
+            assigned,
+            settings.starting_offsets,
+            settings.kafka_client,
+        )
+        records.createOrReplaceTempView(SOURCE_VIEW)
+        return start_file_sink(
+            session.sql(settings.transform_sql),
+            context,
+            settings.output_path,
+            settings.output_format,
+            settings.trigger_interval_ms,
+        )
+
+
+class KafkaToFilesConnector(Connector):
+    name = "kafka-to-files"
+    config_model = KafkaToFilesSettings
+    connector_type = "sink"
+    task_configs_refresh_ms = 30_000
+    """New partitions are picked up within this long; existing ones never move."""
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        settings = parse_config(KafkaToFilesSettings, config)
+        with BlockingKafka(settings.bootstrap_servers, "sparkherd-kafka-to-files") as kafka:
+            partitions = {topic: kafka.partitions(topic) for topic in settings.topics}
+        return [
+            {**config, ASSIGN_KEY: format_assignment(assigned)}
+            for assigned in split_partitions(partitions, settings.topics, max_tasks)
+        ]
+
+    def create_task(self) -> Task:
+        return KafkaToFilesTask()

@@ -1,0 +1,201 @@
+"""A blocking Kafka client for the places Spark calls Python synchronously.
+
+Spark runs a Python data source's planning calls and its reads and writes in plain
+Python processes that expect blocking functions, so this wraps aiokafka in a private
+event loop. aiokafka is the client the herder already uses for group membership: one
+client to install, to learn and to trust against the brokers we run on, with explicit
+partition assignment and seeking (what exactly-once reading needs), headers, and C
+record parsing. Its costs, an event loop per client and pure-Python produce, are
+measured in tests/bench/kafka_to_files_throughput.py.
+
+End offsets come from a fetch's high watermark, not from ListOffsets: the embedded
+broker (Tansu 0.x) answers ListOffsets(latest) with the base offset of the newest record
+batch plus one, which for batches of more than one record is short of the end. A fetch
+reports the true high watermark on every broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
+
+T = TypeVar("T")
+
+FETCH_MAX_RECORDS: Final = 50_000
+PROBE_WAIT_MS: Final = 1
+REQUEST_TIMEOUT_MS: Final = 30_000
+
+
+class KafkaUnavailableError(RuntimeError):
+    """A topic or partition the task needs does not exist or cannot be reached."""
+
+
+@dataclass(frozen=True)
+class Record:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    timestamp_type: int
+    headers: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A record to publish: its partition is chosen by key unless given."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+    partition: int | None = None
+
+
+class BlockingKafka:
+    """One consumer and (on first use) one producer on a private event loop.
+
+    Not thread-safe; use one per thread or process, and `close()` it (or use `with`).
+    """
+
+    def __init__(self, bootstrap_servers: str, client_id: str) -> None:
+        self._bootstrap_servers = bootstrap_servers
+        self._client_id = client_id
+        self._loop = asyncio.new_event_loop()
+        self._producer: AIOKafkaProducer | None = None
+        self._consumer = self._run(self._start_consumer())
+
+    async def _start_consumer(self) -> AIOKafkaConsumer:
+        """aiokafka clients bind to the running loop, so they are made inside it."""
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap_servers,
+            client_id=self._client_id,
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            fetch_max_wait_ms=PROBE_WAIT_MS,
+            max_partition_fetch_bytes=8 << 20,
+            fetch_max_bytes=64 << 20,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
+        )
+        await consumer.start()
+        return consumer
+
+    def __enter__(self) -> BlockingKafka:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self._run(self._consumer.stop())
+            if self._producer is not None:
+                self._run(self._producer.stop())
+        finally:
+            self._loop.close()
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._loop.run_until_complete(coroutine)
+
+    def partitions(self, topic: str) -> list[int]:
+        """The topic's partitions; a topic that does not exist is a user's error."""
+        return self._run(self._partitions(topic))
+
+    async def _partitions(self, topic: str) -> list[int]:
+        topics = await self._consumer.topics()
+        found = self._consumer.partitions_for_topic(topic) if topic in topics else None
+        if not found:
+            raise KafkaUnavailableError(
+                f"Kafka topic {topic!r} does not exist on {self._bootstrap_servers}"
+            )
+        return sorted(found)
+
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition (see the module docstring)."""
+        return self._run(self._end_offsets(partitions))
+
+    async def _end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        listed = await self._consumer.end_offsets(list(partitions))
+        await self._assign_at({tp: max(0, listed[tp] - 1) for tp in partitions})
+        ends: dict[TopicPartition, int] = {}
+        while len(ends) < len(partitions):
+            await self._consumer.getmany(*partitions, timeout_ms=PROBE_WAIT_MS, max_records=1)
+            for tp in partitions:
+                highwater = self._consumer.highwater(tp)
+                if highwater is not None:
+                    ends[tp] = int(highwater)
+        return ends
+
+    async def _assign_at(self, positions: Mapping[TopicPartition, int]) -> None:
+        """A new assignment also forgets the high watermarks of earlier fetches (and
+        aiokafka creates its partition state on the running loop)."""
+        self._consumer.assign(list(positions))
+        for tp, offset in positions.items():
+            self._consumer.seek(tp, offset)
+
+    def beginning_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        found = self._run(self._consumer.beginning_offsets(list(partitions)))
+        return {tp: int(offset) for tp, offset in found.items()}
+
+    def fetch(self, tp: TopicPartition, start: int, end: int) -> Iterator[list[Record]]:
+        """The records at offsets [start, end), chunk by chunk; a gap the broker no longer
+        holds (retention) raises rather than being skipped."""
+        self._run(self._assign_at({tp: start}))
+        position = start
+        while position < end:
+            batches = self._run(
+                self._consumer.getmany(tp, timeout_ms=1000, max_records=FETCH_MAX_RECORDS)
+            )
+            chunk = [_record(m) for m in batches.get(tp, []) if m.offset < end]
+            if chunk:
+                position = chunk[-1].offset + 1
+                yield chunk
+            else:
+                position = int(self._run(self._consumer.position(tp)))
+
+    def publish(self, topic: str, records: Sequence[Outgoing]) -> None:
+        """Send every record and return once the broker acknowledged all of them
+        (acks=all); any failure raises."""
+        self._run(self._publish(topic, records))
+
+    async def _publish(self, topic: str, records: Sequence[Outgoing]) -> None:
+        if self._producer is None:
+            self._producer = AIOKafkaProducer(
+                bootstrap_servers=self._bootstrap_servers,
+                client_id=self._client_id,
+                acks="all",
+                linger_ms=5,
+                max_batch_size=1 << 20,
+                request_timeout_ms=REQUEST_TIMEOUT_MS,
+            )
+            await self._producer.start()
+        producer = self._producer
+        sent = [
+            await producer.send(
+                topic,
+                value=r.value,
+                key=r.key,
+                partition=r.partition,
+                headers=list(r.headers),
+            )
+            for r in records
+        ]
+        await producer.flush()
+        try:
+            await asyncio.gather(*sent)
+        except KafkaError as exc:
+            raise KafkaUnavailableError(f"Publishing to {topic!r} failed: {exc}") from exc
+
+
+def _record(message: Any) -> Record:
+    return Record(
+        offset=int(message.offset),
+        key=message.key,
+        value=message.value,
+        timestamp_ms=int(message.timestamp),
+        timestamp_type=int(message.timestamp_type),
+        headers=tuple((str(k), bytes(v)) for k, v in message.headers),
+    )

@@ -1,0 +1,155 @@
+"""`sparkherd-kafka` as a streaming source: Kafka partitions read into Spark by a Python
+data source, for Sparks without the JVM Kafka connector.
+
+Offsets are `{"<topic>": {"<partition>": <next offset>}}`, the JVM connector's own
+shape, and each is the true end of what a batch read. Spark writes a batch's offsets to
+the checkpoint before the batch runs and re-reads exactly that range if the batch has to
+run again, so a file sink downstream gets every record once.
+
+Options: `bootstrap.servers`; `assign`, the partitions to read as `topic:p,topic:q`;
+`starting.offsets`, `earliest` (default) or `latest`, used only for a partition that the
+checkpoint does not know yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final, Literal
+
+from aiokafka import TopicPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from worker.kafka.client import BlockingKafka
+
+FORMAT: Final = "sparkherd-kafka"
+SCHEMA: Final = (
+    "key BINARY, value BINARY, topic STRING, partition INT, offset LONG, "
+    "timestamp TIMESTAMP, timestampType INT"
+)
+Offsets = dict[str, dict[str, int]]
+
+
+def format_assignment(partitions: Sequence[TopicPartition]) -> str:
+    return ",".join(f"{tp.topic}:{tp.partition}" for tp in partitions)
+
+
+def parse_assignment(text: str) -> list[TopicPartition]:
+    """`topic:p,topic:q` (topic names may hold colons; the partition follows the last)."""
+    partitions = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        topic, _, partition = item.rpartition(":")
+        if not topic or not partition.isdigit():
+            raise ValueError(f"{item!r} is not topic:partition")
+        partitions.append(TopicPartition(topic, int(partition)))
+    return partitions
+
+
+def _as_offsets(positions: Mapping[TopicPartition, int]) -> Offsets:
+    offsets: Offsets = {}
+    for tp, offset in sorted(positions.items()):
+        offsets.setdefault(tp.topic, {})[str(tp.partition)] = offset
+    return offsets
+
+
+def _position(offsets: Offsets, tp: TopicPartition) -> int | None:
+    return offsets.get(tp.topic, {}).get(str(tp.partition))
+
+
+@dataclass(frozen=True)
+class KafkaRange(InputPartition):  # type: ignore[misc]
+    """One batch's records of one Kafka partition: offsets [start, end)."""
+
+    bootstrap_servers: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+    """Plans batches on the driver (one client for the query's lifetime) and reads each
+    partition's range in an executor with a client of its own."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self._bootstrap_servers = options["bootstrap.servers"]
+        self._assigned = parse_assignment(options["assign"])
+        starting = options.get("starting.offsets", "earliest")
+        if starting not in ("earliest", "latest"):
+            raise ValueError(f"starting.offsets must be earliest or latest, not {starting!r}")
+        self._starting: Literal["earliest", "latest"] = starting  # type: ignore[assignment]
+        self._kafka: BlockingKafka | None = None
+
+    def _client(self) -> BlockingKafka:
+        if self._kafka is None:
+            self._kafka = BlockingKafka(self._bootstrap_servers, "sparkherd-kafka-source")
+        return self._kafka
+
+    def initialOffset(self) -> Offsets:
+        return _as_offsets(self._starting_positions(self._assigned))
+
+    def _starting_positions(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        if self._starting == "latest":
+            return self._client().end_offsets(partitions)
+        return self._client().beginning_offsets(partitions)
+
+    def latestOffset(self) -> Offsets:
+        return _as_offsets(self._client().end_offsets(self._assigned))
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[KafkaRange]:
+        """A partition that is new to the checkpoint starts at `starting.offsets`."""
+        new = [tp for tp in self._assigned if _position(start, tp) is None]
+        starting = self._starting_positions(new) if new else {}
+        ranges = []
+        for tp in self._assigned:
+            first = _position(start, tp)
+            last = _position(end, tp)
+            first = starting[tp] if first is None else first
+            if last is not None and last > first:
+                ranges.append(
+                    KafkaRange(self._bootstrap_servers, tp.topic, tp.partition, first, last)
+                )
+        return ranges
+
+    def read(self, partition: KafkaRange) -> Iterator[tuple[object, ...]]:
+        tp = TopicPartition(partition.topic, partition.partition)
+        with BlockingKafka(partition.bootstrap_servers, "sparkherd-kafka-source") as kafka:
+            for chunk in kafka.fetch(tp, partition.start, partition.end):
+                for r in chunk:
+                    yield (
+                        r.key,
+                        r.value,
+                        tp.topic,
+                        tp.partition,
+                        r.offset,
+                        datetime.fromtimestamp(r.timestamp_ms / 1000, UTC),
+                        r.timestamp_type,
+                    )
+
+    def commit(self, end: Offsets) -> None:
+        """Nothing to do: the checkpoint, not Kafka, holds the task's position."""
+
+    def stop(self) -> None:
+        if self._kafka is not None:
+            self._kafka.close()
+            self._kafka = None
+
+
+class KafkaDataSource(DataSource):  # type: ignore[misc]
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkaStreamReader(self.options)
