@@ -49,7 +49,7 @@ class LeaderPlanner:
         self._assignor: Assignor | None = None
         self._assignor_cooperative: bool | None = None
         self.unplaced = EMPTY_ALLOCATION
-        """What the last round left running nowhere (lost work waiting for the delay)."""
+        """What the last round left running nowhere: lost work waiting for the delay."""
 
     def plan(
         self,
@@ -81,7 +81,7 @@ class LeaderPlanner:
                 now_ms=now_ms,
             )
             assignments |= self._assignor_for(plan.group_version).assign(round_)
-        self.unplaced = _unplaced(snapshot.configured(), plan.subscriptions, assignments)
+        self.unplaced = unplaced_work(snapshot.configured(), plan.subscriptions, assignments)
         return {member: encode_assignment(a) for member, a in assignments.items()}
 
     def forget(self) -> None:
@@ -106,16 +106,23 @@ class LeaderPlanner:
         return self._assignor
 
 
-def _unplaced(
+def unplaced_work(
     configured: Allocation,
     members: Mapping[str, Subscription],
     assignments: Mapping[str, Assignment],
 ) -> Allocation:
-    kept = EMPTY_ALLOCATION
+    """Configured work that no member reports running and none is given this round.
+
+    Work revoked this round is not in it: a cooperative member runs what it reported
+    until it applies the revocation and then writes its own status, and it may never
+    apply it (its SyncGroup can fail when the next rebalance starts), so the leader must
+    not speak for it. An eager member stops everything before it joins.
+    """
+    placed = EMPTY_ALLOCATION
     for member, sub in members.items():
         answer = assignments.get(member)
-        revoked = answer.revoked if answer is not None and answer.version > 0 else sub.allocation
-        kept = kept.union(sub.allocation.minus(revoked))
+        if answer is not None and answer.version > 0:
+            placed = placed.union(sub.allocation)
     for answer in assignments.values():
-        kept = kept.union(answer.assigned)
-    return configured.minus(kept)
+        placed = placed.union(answer.assigned)
+    return configured.minus(placed)
