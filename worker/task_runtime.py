@@ -54,6 +54,20 @@ def job_tag(task_id: ConnectorTaskId) -> str:
     return f"sparkherd-task-{task_id.connector}-{task_id.task}"
 
 
+def stop_between_batches(query: StreamingQuery, wait_s: float, poll_s: float = 0.05) -> None:
+    """Blocking: stop the query once no batch is in flight, or after `wait_s` anyway.
+
+    A batch cut short after its sink committed but before Spark logged the commit runs
+    again on the next start; the sinks skip it, so nothing is duplicated, but until then
+    the checkpoint's committed offsets (what GET /offsets shows) lag what the sink holds.
+    A batch that does not finish within `wait_s` is cut short all the same.
+    """
+    deadline = time.monotonic() + wait_s
+    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    query.stop()
+
+
 def describe_failure(error: BaseException) -> str:
     """The trace of a failure; a Spark error's message carries the JVM stack trace too."""
     return "".join(traceback.format_exception(error)).rstrip()
@@ -226,12 +240,13 @@ class SparkTaskRuntime:
         """Stop the task's query and forget the task; reports it UNASSIGNED.
 
         Waits at most `shutdown_timeout_ms` (a start still in flight is waited for
-        within the same bound). A query that takes longer keeps stopping in the
-        background: the herder must not hang on one task, and should the task's next
-        owner start before this query ends, Spark's checkpoint and file-sink logs let
-        only one of the two commit each batch, so the output still has no duplicate; the
-        loser fails instead (as does a restart on this worker before the old query ends:
-        Spark refuses two active queries on one checkpoint).
+        within the same bound), half of it for a batch in flight to finish. A query
+        that takes longer keeps stopping in the background: the herder must not hang on
+        one task, and should the task's next owner start before this query ends, Spark's
+        checkpoint and file-sink logs let only one of the two commit each batch, so the
+        output still has no duplicate; the loser fails instead (as does a restart on this
+        worker before the old query ends: Spark refuses two active queries on one
+        checkpoint).
         """
         run = self._runs.pop(task_id, None)
         if run is None:
@@ -256,7 +271,9 @@ class SparkTaskRuntime:
         except Exception:
             return
         try:
-            await asyncio.to_thread(launched.query.stop)
+            await asyncio.to_thread(
+                stop_between_batches, launched.query, self._shutdown_timeout_s / 2
+            )
         except Exception:
             log.exception("Stopping the query of task %s failed", task_id)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
@@ -17,7 +18,7 @@ from worker.connectors.generator import GeneratorConnector
 from worker.plugins import Connector, PluginRegistry, Task, TaskContext, parse_config
 from worker.spark_session import SparkSessionProvider
 from worker.task_claims import claim
-from worker.task_runtime import SparkTaskRuntime, job_tag
+from worker.task_runtime import SparkTaskRuntime, job_tag, stop_between_batches
 from worker.task_state import TaskState
 
 if TYPE_CHECKING:
@@ -322,3 +323,34 @@ async def test_a_task_claimed_by_another_worker_is_fenced_and_stopped(
     await task_runtime.start_task(zombie, config, config, GENERATION + 2)
     assert zombie in task_runtime.running(), "a new start claims the task back"
     assert states.states_of(zombie)[-1] is TaskState.RUNNING
+
+
+def test_a_stop_lets_the_batch_in_flight_commit(
+    spark_provider: SparkSessionProvider, tmp_path: Path
+) -> None:
+    """Else the checkpoint's committed offsets (GET /offsets) lag what the sink holds.
+    Each batch's job sleeps 4 s in the executor; a plain stop one second into it cancels
+    the job and leaves the batch uncommitted."""
+    checkpoint = tmp_path / "checkpoint"
+    query = (
+        spark_provider.get()
+        .readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", 1)
+        .load()
+        .select("value", F.expr("reflect('java.lang.Thread', 'sleep', 4000L)").alias("slept"))
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="60 seconds")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not (checkpoint / "offsets" / "0").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1)
+        stop_between_batches(query, WAIT_S)
+    finally:
+        query.stop()
+    for log in ("offsets", "commits"):
+        assert [name for name in os.listdir(checkpoint / log) if name.isdigit()] == ["0"], log
