@@ -23,11 +23,15 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, NoRe
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
+from worker.task_claims import Claim
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 ENTRY_POINT_GROUP: Final = "sparkherd.connectors"
+NonEmptyStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+"""A string setting with its surrounding whitespace stripped; empty is refused."""
 CONNECTOR_CLASS: Final = "connector.class"
 TASK_DIR_PREFIX: Final = "task-"
 WHOLE_CONFIG: Final = "<config>"
@@ -94,6 +98,10 @@ class TaskContext:
     connector_config: Mapping[str, str]
     task_config: Mapping[str, str]
     checkpoint_dir: Path
+    claim: Claim | None = None
+    """This start's ownership of the task; a sink that commits outside Spark's checkpoint
+    checks `claim.fenced_by()` before it commits (the runtime stops a fenced query, but
+    only at its next check)."""
 
     @property
     def query_name(self) -> str:
@@ -270,9 +278,7 @@ class _FrameworkSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    connector_class: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
-        alias=CONNECTOR_CLASS
-    )
+    connector_class: NonEmptyStr = Field(alias=CONNECTOR_CLASS)
     tasks_max: int = Field(default=1, alias="tasks.max", ge=1)
 
 

@@ -52,6 +52,30 @@ class Claim:
             f"generation {holder.get('generation', '?')})"
         )
 
+    def encode(self) -> str:
+        """For code that commits outside the driver (a sink's executor-side writer), which
+        must check the claim itself before each commit."""
+        return json.dumps(
+            {
+                "directory": str(self.directory),
+                "epoch": self.epoch,
+                "token": self.token,
+                "worker_id": self.worker_id,
+                "generation": self.generation,
+            }
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> Claim:
+        fields = json.loads(text)
+        return cls(
+            Path(fields["directory"]),
+            int(fields["epoch"]),
+            str(fields["token"]),
+            str(fields["worker_id"]),
+            int(fields["generation"]),
+        )
+
 
 def claim(
     checkpoint_dir: Path,

@@ -211,17 +211,17 @@ class SparkTaskRuntime:
         this one stops again at once.
         """
         task = validate_connector_config(self._registry, connector_config).connector.create_task()
+        checkpoint_dir = checkpoint_dir_for(self._checkpoint_root, task_id.connector, task_id.task)
+        spark = self._session.get()
+        owned = claim(checkpoint_dir, self._worker_id, generation)
         context = TaskContext(
             connector=task_id.connector,
             task=task_id.task,
             connector_config=connector_config,
             task_config=task_config,
-            checkpoint_dir=checkpoint_dir_for(
-                self._checkpoint_root, task_id.connector, task_id.task
-            ),
+            checkpoint_dir=checkpoint_dir,
+            claim=owned,
         )
-        spark = self._session.get()
-        owned = claim(context.checkpoint_dir, self._worker_id, generation)
         spark_context = spark.sparkContext
         spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))
         spark_context.addJobTag(job_tag(task_id))

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from aiokafka import TopicPartition
 
-from tests.support.kafka_topics import create_topic, keyed, produce
-from tests.support.processes import free_port
+from tests.support.kafka_topics import keyed, new_topic, produce
 from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import BlockingKafka, KafkaUnavailableError, Outgoing
 
@@ -16,8 +15,7 @@ pytestmark = pytest.mark.integration
 def test_end_offsets_count_every_record_of_multi_record_batches(broker: EmbeddedBroker) -> None:
     """Tansu's ListOffsets(latest) stops at the newest batch's base offset + 1; a batch of
     many records is what exposes it."""
-    topic = f"ends-{free_port()}"
-    create_topic(broker.bootstrap_servers, topic, 2)
+    topic = new_topic(broker.bootstrap_servers, "ends", 2)
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
     with BlockingKafka(broker.bootstrap_servers, "test") as kafka:
         assert kafka.end_offsets(tps) == {tps[0]: 0, tps[1]: 0}
@@ -28,8 +26,7 @@ def test_end_offsets_count_every_record_of_multi_record_batches(broker: Embedded
 
 
 def test_fetch_returns_exactly_the_range_with_headers(broker: EmbeddedBroker) -> None:
-    topic = f"range-{free_port()}"
-    create_topic(broker.bootstrap_servers, topic, 1)
+    topic = new_topic(broker.bootstrap_servers, "range", 1)
     records = [
         Outgoing(r.key, r.value, headers=(("n", str(i).encode()),), partition=0)
         for i, r in enumerate(keyed(range(500)))

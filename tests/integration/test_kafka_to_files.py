@@ -12,8 +12,8 @@ import pytest
 
 from tests.support.cluster import Cluster
 from tests.support.file_sink import committed_files
-from tests.support.kafka_topics import create_topic, keyed, produce
-from tests.support.processes import free_port, ready_worker, wait_until
+from tests.support.kafka_topics import keyed, new_topic, produce
+from tests.support.processes import ready_worker, wait_until
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
@@ -37,8 +37,7 @@ def written(output: Path) -> list[tuple[str, int, int]]:
 def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    topic = f"orders-{free_port()}"
-    create_topic(broker.bootstrap_servers, topic, PARTITIONS)
+    topic = new_topic(broker.bootstrap_servers, "orders", PARTITIONS)
     output = tmp_path / "out"
     waves = [range(w * RECORDS // WAVES, (w + 1) * RECORDS // WAVES) for w in range(WAVES)]
     cluster = Cluster(
@@ -88,8 +87,7 @@ def csv_rows(task_dir: Path) -> list[dict[str, str]]:
 def test_transform_sql_shapes_each_batch_written_as_csv(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    topic = f"shouts-{free_port()}"
-    create_topic(broker.bootstrap_servers, topic, 1)
+    topic = new_topic(broker.bootstrap_servers, "shouts", 1)
     produce(broker.bootstrap_servers, topic, keyed(range(100)))
     output = tmp_path / "out"
     with ready_worker("sql", broker.bootstrap_servers, tmp_path) as worker:

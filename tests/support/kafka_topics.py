@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from tests.support.processes import free_port
 from worker.kafka.client import BlockingKafka, Outgoing, Record
 
 
@@ -21,6 +22,13 @@ def create_topic(bootstrap_servers: str, name: str, partitions: int) -> None:
             await admin.close()
 
     asyncio.run(create())
+
+
+def new_topic(bootstrap_servers: str, prefix: str, partitions: int) -> str:
+    """A topic no other test uses (the broker lives for the whole session); its name."""
+    name = f"{prefix}-{free_port()}"
+    create_topic(bootstrap_servers, name, partitions)
+    return name
 
 
 def keyed(numbers: Iterable[int]) -> list[Outgoing]:

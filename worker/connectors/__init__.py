@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from worker.connectors.files_to_kafka import FilesToKafkaConnector
 from worker.connectors.generator import GeneratorConnector
 from worker.connectors.kafka_to_files import KafkaToFilesConnector
 from worker.plugins import Connector, PluginRegistry
 
-BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (GeneratorConnector, KafkaToFilesConnector)
+BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (
+    FilesToKafkaConnector,
+    GeneratorConnector,
+    KafkaToFilesConnector,
+)
 
 
 def default_registry() -> PluginRegistry:

@@ -10,13 +10,13 @@ worker sharing `checkpoint.root`, therefore continues the sequence exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
 from pyspark.sql import functions as F
 
 from worker.connectors.file_sink import start_file_sink
-from worker.plugins import Connector, Task, TaskContext, parse_config
+from worker.plugins import Connector, NonEmptyStr, Task, TaskContext, parse_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,9 +28,7 @@ class GeneratorSettings(BaseModel):
 
     rows_per_second: int = Field(default=10, alias="rows.per.second", gt=0)
     batch_interval_ms: int = Field(default=1000, alias="batch.interval.ms", ge=100)
-    output_path: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
-        alias="output.path"
-    )
+    output_path: NonEmptyStr = Field(alias="output.path")
     output_format: Literal["parquet", "json"] = Field(default="parquet", alias="output.format")
 
     @property

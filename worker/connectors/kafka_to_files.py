@@ -16,10 +16,10 @@ start (changing `tasks.max` does that) instead of reading it twice.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from aiokafka import TopicPartition
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from worker.checkpoint_offsets import committed_offsets
 from worker.connectors.file_sink import start_file_sink
@@ -29,6 +29,7 @@ from worker.kafka.spark_io import KafkaClientChoice, read_kafka
 from worker.plugins import (
     TASK_DIR_PREFIX,
     Connector,
+    NonEmptyStr,
     Task,
     TaskContext,
     checkpointed_tasks,
@@ -45,19 +46,18 @@ DEFAULT_TRANSFORM: Final = (
     "SELECT CAST(key AS STRING) AS key, CAST(value AS STRING) AS value, "
     "topic, partition, offset, timestamp FROM source"
 )
-NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
 class KafkaToFilesSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    bootstrap_servers: NonEmpty = Field(alias="kafka.bootstrap.servers")
+    bootstrap_servers: NonEmptyStr = Field(alias="kafka.bootstrap.servers")
     topics: tuple[str, ...] = Field(alias="topics")
-    output_path: NonEmpty = Field(alias="output.path")
+    output_path: NonEmptyStr = Field(alias="output.path")
     output_format: Literal["parquet", "json", "csv"] = Field(
         default="parquet", alias="output.format"
     )
-    transform_sql: NonEmpty = Field(default=DEFAULT_TRANSFORM, alias="transform.sql")
+    transform_sql: NonEmptyStr = Field(default=DEFAULT_TRANSFORM, alias="transform.sql")
     starting_offsets: Literal["earliest", "latest"] = Field(
         default="earliest", alias="starting.offsets"
     )

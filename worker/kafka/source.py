@@ -1,4 +1,4 @@
-"""`sparkherd-kafka` as a streaming source: Kafka partitions read into Spark by a Python
+"""`sparkherd-kafka`'s streaming reader: Kafka partitions read into Spark by a Python
 data source, for Sparks without the JVM Kafka connector.
 
 Offsets are `{"<topic>": {"<partition>": <next offset>}}`, the JVM connector's own
@@ -19,16 +19,10 @@ from datetime import UTC, datetime
 from typing import Final, Literal
 
 from aiokafka import TopicPartition
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceStreamReader,
-    InputPartition,
-)
-from pyspark.sql.types import StructType
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from worker.kafka.client import BlockingKafka
 
-FORMAT: Final = "sparkherd-kafka"
 SCHEMA: Final = (
     "key BINARY, value BINARY, topic STRING, partition INT, offset LONG, "
     "timestamp TIMESTAMP, timestampType INT"
@@ -141,15 +135,3 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         if self._kafka is not None:
             self._kafka.close()
             self._kafka = None
-
-
-class KafkaDataSource(DataSource):  # type: ignore[misc]
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self) -> str:
-        return SCHEMA
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(self.options)

@@ -1,5 +1,9 @@
-"""Which Spark Kafka reader a task gets: Spark's JVM connector when its jar is on the
-classpath, otherwise the `sparkherd-kafka` Python data source.
+"""How tasks read and write Kafka in Spark.
+
+Reading: Spark's JVM connector when its jar is on the classpath, otherwise the
+`sparkherd-kafka` Python data source. Writing: always `sparkherd-kafka`, because Spark's
+JVM Kafka sink is at-least-once (a batch run again after a crash is sent again) and the
+Python sink sends each row once (see `sink.py`).
 
 The JVM connector is Spark's own, faster and battle-tested, but it is a Maven artifact
 (`spark-sql-kafka-0-10`) that pip cannot install; the Python source makes a fresh
@@ -17,10 +21,15 @@ from typing import TYPE_CHECKING, Final, Literal
 from aiokafka import TopicPartition
 from pyspark.errors import AnalysisException
 
-from worker.kafka.source import FORMAT, KafkaDataSource, format_assignment
+from worker.kafka.data_source import FORMAT, KafkaDataSource
+from worker.kafka.source import format_assignment
+from worker.plugins import TaskContext
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
+INTENTS_DIR: Final = "kafka-intents"
 
 KafkaClientChoice = Literal["auto", "jvm", "python"]
 JVM_FORMAT: Final = "kafka"
@@ -54,7 +63,7 @@ def read_kafka(
                 raise
             if client == "jvm":
                 raise JvmKafkaMissingError() from exc
-    spark.dataSource.register(KafkaDataSource)
+    register(spark)
     return (
         spark.readStream.format(FORMAT)
         .option("bootstrap.servers", bootstrap_servers)
@@ -81,3 +90,49 @@ def _read_jvm(
         .option("failOnDataLoss", "true")
         .load()
     )
+
+
+def register(session: SparkSession) -> None:
+    """Once per session: Spark refuses a second registration of a name (and a session
+    made by `newSession` may already see its parent's)."""
+    try:
+        session.dataSource.register(KafkaDataSource)
+    except AnalysisException as exc:
+        if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
+
+
+def _started_in_own_session(writer: DataStreamWriter, session: SparkSession) -> StreamingQuery:
+    """Spark 4.0 looks a streaming writer's format up in the thread's active session, not
+    in the DataFrame's (a reader's in the reader's own), and a task in a session of its
+    own must find the source it registered there. PySpark sets the active session the
+    same way itself; it is cleared again, as this thread is a pooled one."""
+    from pyspark.sql import SparkSession
+
+    sessions = SparkSession._get_j_spark_session_class(session._jvm)
+    sessions.setActiveSession(session._jsparkSession)
+    try:
+        return writer.start()
+    finally:
+        sessions.clearActiveSession()
+
+
+def publish_once(
+    rows: DataFrame, context: TaskContext, bootstrap_servers: str, topic: str, interval_ms: int
+) -> StreamingQuery:
+    """Send `rows` (columns origin, key, value) to `topic`, each row once, every
+    `interval_ms`; the dedup intents live in the task's checkpoint."""
+    register(rows.sparkSession)
+    writer = (
+        rows.writeStream.format(FORMAT)
+        .option("bootstrap.servers", bootstrap_servers)
+        .option("topic", topic)
+        .option("sink.id", context.query_name)
+        .option("progress.dir", str(context.checkpoint_dir / INTENTS_DIR))
+        .option("checkpointLocation", str(context.checkpoint_dir))
+        .queryName(context.query_name)
+        .trigger(processingTime=f"{interval_ms} milliseconds")
+    )
+    if context.claim is not None:
+        writer = writer.option("claim", context.claim.encode())
+    return _started_in_own_session(writer, rows.sparkSession)

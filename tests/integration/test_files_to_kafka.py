@@ -1,0 +1,136 @@
+"""`files-to-kafka` on real workers, a real broker and real Spark: every line of 100
+files lands in the topic once, while a worker is killed mid-way and comes back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import Cluster
+from tests.support.kafka_topics import new_topic, read_topic
+from tests.support.processes import ready_worker, wait_until
+from tests.support.rest_client import Api
+from worker.embedded_broker import EmbeddedBroker
+from worker.kafka.sink import ORIGIN_HEADER
+
+pytestmark = pytest.mark.integration
+
+FILES = 100
+LINES = 100
+
+
+def drop_file(directory: Path, name: str, text: str) -> None:
+    """Written beside the directory and renamed into it: a reader never sees half a file."""
+    draft = directory.parent / f".{name}"
+    draft.write_text(text)
+    os.replace(draft, directory / name)
+
+
+def drop_json_files(directory: Path, numbers: range) -> None:
+    for n in numbers:
+        lines = (json.dumps({"id": n * LINES + i, "file": n}) for i in range(LINES))
+        drop_file(directory, f"events-{n:03d}.json", "\n".join(lines) + "\n")
+
+
+def published_ids(bootstrap_servers: str, topic: str) -> Counter[int]:
+    return Counter(json.loads(r.value or b"")["id"] for r in read_topic(bootstrap_servers, topic))
+
+
+def test_every_line_of_every_file_is_published_once_while_a_worker_is_killed(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    topic = new_topic(broker.bootstrap_servers, "events", 3)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    drop_json_files(incoming, range(FILES // 2))
+    cluster = Cluster(
+        broker.bootstrap_servers,
+        tmp_path,
+        size=2,
+        settings=["scheduled.rebalance.max.delay.ms=3000"],
+    )
+    with cluster.running():
+        cluster.create(
+            "events",
+            {
+                "connector.class": "files-to-kafka",
+                "tasks.max": "2",
+                "input.path": str(incoming),
+                "input.schema": "id LONG, file INT",
+                "kafka.bootstrap.servers": broker.bootstrap_servers,
+                "topic": topic,
+                "key.field": "id",
+                "max.files.per.trigger": "4",
+                "trigger.interval.ms": "500",
+            },
+        )
+        views = cluster.wait_converged(2)
+        assert len({v.worker_id for v in views}) == 2
+        wait_until(
+            lambda: sum(published_ids(broker.bootstrap_servers, topic).values()) >= 8 * LINES,
+            120,
+            what="the first files",
+        )
+
+        cluster.workers[1].signal(signal.SIGKILL)
+        drop_json_files(incoming, range(FILES // 2, FILES))
+        cluster.wait_converged(2)
+        cluster.restart(1).wait_ready(120)
+        cluster.wait_converged(2)
+        wait_until(
+            lambda: sum(published_ids(broker.bootstrap_servers, topic).values()) >= FILES * LINES,
+            240,
+            what="every line",
+        )
+
+    records = read_topic(broker.bootstrap_servers, topic)
+    ids = published_ids(broker.bootstrap_servers, topic)
+    assert len(records) == FILES * LINES, f"{len(records) - FILES * LINES} duplicates"
+    assert sorted(ids) == list(range(FILES * LINES))
+    for record in records:
+        line = json.loads(record.value or b"")
+        assert record.key == str(line["id"]).encode()
+        assert dict(record.headers)[ORIGIN_HEADER] == f"events-{line['file']:03d}.json".encode()
+
+
+def test_csv_files_with_an_inferred_schema_and_a_missing_topic(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    topic = new_topic(broker.bootstrap_servers, "prices", 1)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    drop_file(incoming, "prices.csv", "sku,price\n" + "".join(f"s{n},{n}.5\n" for n in range(20)))
+    config = {
+        "connector.class": "files-to-kafka",
+        "input.path": str(incoming),
+        "input.format": "csv",
+        "kafka.bootstrap.servers": broker.bootstrap_servers,
+        "topic": topic,
+    }
+    with ready_worker("csv", broker.bootstrap_servers, tmp_path) as worker:
+        api = Api(worker.url)
+        api.call("PUT", "/connectors/prices/config", 201, json=config)
+        api.wait_states("prices", "RUNNING", ["RUNNING"])
+        records = wait_until(
+            lambda: (
+                (found := read_topic(broker.bootstrap_servers, topic))
+                and len(found) >= 20
+                and found
+            ),
+            120,
+            what="the csv rows",
+        )
+        missing = {**config, "topic": "no-such-topic"}
+        api.call("PUT", "/connectors/lost/config", 201, json=missing)
+        status = api.wait_states("lost", "RUNNING", ["FAILED"])
+    assert sorted(json.loads(r.value or b"")["sku"] for r in records) == sorted(
+        f"s{n}" for n in range(20)
+    )
+    assert {r.key for r in records} == {None}
+    assert json.loads(records[0].value or b"")["price"] in {f"{n}.5" for n in range(20)}
+    assert "'no-such-topic' does not exist" in status["tasks"][0]["trace"]

@@ -1,0 +1,187 @@
+"""`files-to-kafka`: a directory of json, csv or parquet files into a Kafka topic, each
+file published once.
+
+Spark's file stream source lists the directory and records in the task's checkpoint
+which files each batch read, so a file is read by one batch only, and a batch that runs
+again reads the same files. Each row becomes one record: the row as JSON for its value,
+`key.field` (if set) for its key. The `sparkherd-kafka` sink then sends every row once,
+also when the batch runs again (see worker/kafka/sink.py).
+
+Tasks split the files by a hash of the file name (`pmod(hash(name), n) = i`); Spark
+prunes by that filter before it reads, so a task reads only its own files. Every task
+lists the whole directory, so the split must not change under running checkpoints: a
+file could then be published by the task that had it and by the task that has it now.
+A task refuses to start when any task's checkpoint was made under another split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from worker.kafka.client import BlockingKafka
+from worker.kafka.spark_io import publish_once
+from worker.plugins import (
+    TASK_DIR_PREFIX,
+    Connector,
+    NonEmptyStr,
+    Task,
+    TaskContext,
+    checkpointed_tasks,
+    parse_config,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.types import StructType
+
+SPLIT_KEY: Final = "files.split"
+SPLIT_MARKER: Final = "files-split"
+"""In a task's checkpoint: the number of tasks the files were split into."""
+UNSPLIT_FILES: Final = str(1 << 40)
+"""`spark.sql.files.maxPartitionBytes` for a task: a file is read whole by one Spark
+task, so its rows come in file order (what the sink numbers them by)."""
+
+
+class FilesToKafkaSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_path: NonEmptyStr = Field(alias="input.path")
+    input_format: Literal["json", "csv", "parquet"] = Field(default="json", alias="input.format")
+    input_schema: NonEmptyStr | None = Field(
+        default=None,
+        alias="input.schema",
+        description="A DDL schema (`id LONG, name STRING`); by default inferred from the "
+        "files there when the task starts",
+    )
+    csv_header: bool = Field(default=True, alias="csv.header")
+    bootstrap_servers: NonEmptyStr = Field(alias="kafka.bootstrap.servers")
+    topic: NonEmptyStr = Field(alias="topic")
+    key_field: NonEmptyStr | None = Field(
+        default=None, alias="key.field", description="The column whose value keys each record"
+    )
+    max_files_per_trigger: int = Field(default=100, alias="max.files.per.trigger", ge=1)
+    trigger_interval_ms: int = Field(default=1000, alias="trigger.interval.ms", ge=100)
+
+
+def parse_split(text: str) -> tuple[int, int]:
+    """`i/n`: this task is `i` of `n`."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise ValueError(f"{SPLIT_KEY} must be i/n with 0 <= i < n, not {text!r}")
+    return int(index), int(count)
+
+
+class SplitChangedError(RuntimeError):
+    """Files were split over another number of tasks when a task's checkpoint began."""
+
+
+def hold_split(context: TaskContext, count: int) -> None:
+    """Record this task's split in its checkpoint, after checking every task's record."""
+    connector_dir = context.checkpoint_dir.parent
+    for task in checkpointed_tasks(connector_dir.parent, context.connector):
+        marker = connector_dir / f"{TASK_DIR_PREFIX}{task}" / SPLIT_MARKER
+        if marker.is_file() and marker.read_text().strip() != str(count):
+            raise SplitChangedError(
+                f"Task {task} of connector {context.connector} published files split over "
+                f"{marker.read_text().strip()} tasks; they are split over {count} now, so "
+                "a file could be published twice. Restore tasks.max, or stop the connector, "
+                "reset its offsets and publish to a new topic"
+            )
+    context.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    (context.checkpoint_dir / SPLIT_MARKER).write_text(str(count))
+
+
+def check_ends(settings: FilesToKafkaSettings) -> None:
+    """Fail the task with a plain message, not with a Spark job's trace, when an end is
+    missing (a mistyped path or topic)."""
+    if "://" not in settings.input_path and not Path(settings.input_path).is_dir():
+        raise FileNotFoundError(f"input.path {settings.input_path!r} is not a directory")
+    with BlockingKafka(settings.bootstrap_servers, "sparkherd-files-to-kafka") as kafka:
+        kafka.partitions(settings.topic)
+
+
+class InputSchemaError(ValueError):
+    """No schema was given and none can be inferred."""
+
+
+def input_schema(spark: SparkSession, settings: FilesToKafkaSettings) -> StructType | str:
+    if settings.input_schema is not None:
+        return settings.input_schema
+    from pyspark.errors import AnalysisException
+
+    try:
+        return _reader(spark.read, settings).load(settings.input_path).schema
+    except AnalysisException as exc:
+        raise InputSchemaError(
+            f"Cannot infer a schema from {settings.input_path!r} ({exc.getCondition()}): "
+            "put a file there first, or set input.schema (e.g. `id LONG, name STRING`)"
+        ) from exc
+
+
+def _reader(reader, settings: FilesToKafkaSettings):  # type: ignore[no-untyped-def]
+    """The options a batch or a stream reader needs for the input format."""
+    reader = reader.format(settings.input_format)
+    if settings.input_format == "csv":
+        reader = reader.option("header", str(settings.csv_header).lower())
+    return reader
+
+
+def records(rows: DataFrame, settings: FilesToKafkaSettings, index: int, count: int) -> DataFrame:
+    """This task's files only, as (origin, key, value) rows for the Kafka sink."""
+    from pyspark.sql import functions as f
+
+    file_name = f.col("_metadata.file_name")
+    data = [f.col(name) for name in rows.columns]
+    key = f.col(settings.key_field).cast("string") if settings.key_field else f.lit(None)
+    return rows.where(f.pmod(f.hash(file_name), f.lit(count)) == index).select(
+        file_name.alias("origin"),
+        key.cast("string").alias("key"),
+        f.to_json(f.struct(*data)).alias("value"),
+    )
+
+
+class FilesToKafkaTask(Task):
+    def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
+        """In a session of its own: the unsplit-files setting is this task's only."""
+        settings = parse_config(FilesToKafkaSettings, context.task_config)
+        index, count = parse_split(context.task_config[SPLIT_KEY])
+        check_ends(settings)
+        hold_split(context, count)
+        session = spark.newSession()
+        session.conf.set("spark.sql.files.maxPartitionBytes", UNSPLIT_FILES)
+        schema = input_schema(session, settings)
+        rows = (
+            _reader(session.readStream, settings)
+            .schema(schema)
+            .option("maxFilesPerTrigger", settings.max_files_per_trigger)
+            .load(settings.input_path)
+        )
+        if settings.key_field is not None and settings.key_field not in rows.columns:
+            raise ValueError(
+                f"key.field {settings.key_field!r} is not a column of the input "
+                f"({', '.join(rows.columns)})"
+            )
+        return publish_once(
+            records(rows, settings, index, count),
+            context,
+            settings.bootstrap_servers,
+            settings.topic,
+            settings.trigger_interval_ms,
+        )
+
+
+class FilesToKafkaConnector(Connector):
+    name = "files-to-kafka"
+    config_model = FilesToKafkaSettings
+    connector_type = "source"
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        return [{**config, SPLIT_KEY: f"{i}/{max_tasks}"} for i in range(max_tasks)]
+
+    def create_task(self) -> Task:
+        return FilesToKafkaTask()

@@ -1,0 +1,232 @@
+"""`sparkherd-kafka` as a streaming sink: every row published to a topic once, even when
+Spark runs a batch again.
+
+Spark's own Kafka sink is at-least-once: a batch that runs again after a crash is sent
+again. Kafka transactions would fix that, but the embedded broker refuses them (it
+answers InitProducerId with an error), so this sink removes its own duplicates:
+
+* every row names its `origin` (for files-to-kafka, its file); the writer numbers the
+  rows of each origin in the order Spark hands them over and sends origin and number as
+  headers. A batch that runs again reads the same input in the same order, so its rows
+  get the same identities. All rows of an origin must be in one Spark partition, in a
+  deterministic order (one file read whole, never split).
+* before a batch sends its first record, the topic's end offsets are recorded in an
+  intent file under `progress.dir` (created once, atomically, by whichever partition of
+  the batch comes first).
+* a partition that finds its batch's intent already there may be running again: it
+  reads the topic from the recorded offsets, collects the identities this sink already
+  sent, and sends only the others.
+
+A task's claim (option `claim`) is checked before each chunk is sent, so a worker that
+lost the task stops publishing before its next chunk. What it had in flight can still
+land after the new owner looked: that window, one chunk wide, is the only way to a
+duplicate, and closing it would take Kafka transactions.
+
+Options: `bootstrap.servers`, `topic`, `sink.id` (names this sink in the headers; unique
+per task), `progress.dir`, and optionally `claim` (`Claim.encode()`). Input columns:
+`origin` (string), `key` and `value` (string or binary, key may be null).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Final
+
+from aiokafka import TopicPartition
+from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
+
+from worker.kafka.client import BlockingKafka, Outgoing
+from worker.task_claims import Claim
+
+BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
+"""The local property Spark's micro-batch engine sets for the jobs of a batch."""
+SINK_HEADER: Final = "sparkherd.sink"
+ORIGIN_HEADER: Final = "sparkherd.origin"
+SEQ_HEADER: Final = "sparkherd.seq"
+CHUNK_ROWS: Final = 5_000
+
+Identity = tuple[str, int]
+"""(origin, number of the row within its origin)."""
+
+
+@dataclass(frozen=True)
+class OutRow:
+    origin: str
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class Published(WriterCommitMessage):  # type: ignore[misc]
+    """What one partition of a batch did: rows sent now, and rows found sent before."""
+
+    sent: int
+    skipped: int
+
+
+class PublishFencedError(RuntimeError):
+    """The task was claimed by another worker while this one was publishing."""
+
+
+class IntentLog:
+    """`<progress.dir>/<batch>.json`: a batch's topic end offsets before it sent anything."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+
+    def open(
+        self, batch: int, current_ends: Callable[[], Mapping[TopicPartition, int]]
+    ) -> tuple[dict[TopicPartition, int], bool]:
+        """The batch's intent, and whether it existed before this call (a replay, or a
+        sibling partition of the same batch that started first)."""
+        path = self._directory / f"{batch}.json"
+        if path.exists():
+            return _read_intent(path), True
+        self._directory.mkdir(parents=True, exist_ok=True)
+        body = json.dumps({f"{tp.topic}:{tp.partition}": end for tp, end in current_ends().items()})
+        draft = self._directory / f".{batch}.{secrets.token_hex(8)}"
+        draft.write_text(body)
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            return _read_intent(path), True
+        finally:
+            draft.unlink()
+        return _read_intent(path), False
+
+    def forget_before(self, batch: int) -> None:
+        """Spark never runs a batch again once a later one started."""
+        for path in self._directory.glob("*.json"):
+            if path.stem.isdigit() and int(path.stem) < batch:
+                path.unlink(missing_ok=True)
+
+
+def _read_intent(path: Path) -> dict[TopicPartition, int]:
+    ends: dict[TopicPartition, int] = {}
+    for name, end in json.loads(path.read_text()).items():
+        topic, _, partition = name.rpartition(":")
+        ends[TopicPartition(topic, int(partition))] = int(end)
+    return ends
+
+
+def numbered(rows: Iterable[OutRow]) -> Iterator[tuple[Identity, OutRow]]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        seq = counts.get(row.origin, 0)
+        counts[row.origin] = seq + 1
+        yield (row.origin, seq), row
+
+
+def already_published(
+    kafka: BlockingKafka, sink_id: str, since: Mapping[TopicPartition, int], topic: str
+) -> set[Identity]:
+    """Identities this sink sent at or after `since` (partitions it does not name, added
+    to the topic later, are read from their start)."""
+    partitions = [TopicPartition(topic, p) for p in kafka.partitions(topic)]
+    ends = kafka.end_offsets(partitions)
+    found: set[Identity] = set()
+    sink = sink_id.encode()
+    for tp in partitions:
+        for chunk in kafka.fetch(tp, since.get(tp, 0), ends[tp]):
+            for record in chunk:
+                headers = dict(record.headers)
+                if headers.get(SINK_HEADER) == sink:
+                    found.add((headers[ORIGIN_HEADER].decode(), int(headers[SEQ_HEADER])))
+    return found
+
+
+def publish_batch(
+    kafka: BlockingKafka,
+    topic: str,
+    sink_id: str,
+    intents: IntentLog,
+    batch: int,
+    rows: Iterable[OutRow],
+    fenced_by: Callable[[], str | None] = lambda: None,
+) -> Published:
+    """Send the rows of one partition of one batch that this sink has not sent yet."""
+    partitions = [TopicPartition(topic, p) for p in kafka.partitions(topic)]
+    since, seen_before = intents.open(batch, lambda: kafka.end_offsets(partitions))
+    done = already_published(kafka, sink_id, since, topic) if seen_before else set()
+    sent = skipped = 0
+    pending = numbered(rows)
+    while chunk := list(islice(pending, CHUNK_ROWS)):
+        fresh = [
+            _outgoing(sink_id, identity, row) for identity, row in chunk if identity not in done
+        ]
+        skipped += len(chunk) - len(fresh)
+        holder = fenced_by()
+        if holder is not None:
+            raise PublishFencedError(f"Stopped publishing to {topic!r}: {holder} owns the task")
+        if fresh:
+            kafka.publish(topic, fresh)
+            sent += len(fresh)
+    return Published(sent, skipped)
+
+
+def _outgoing(sink_id: str, identity: Identity, row: OutRow) -> Outgoing:
+    origin, seq = identity
+    headers = (
+        (SINK_HEADER, sink_id.encode()),
+        (ORIGIN_HEADER, origin.encode()),
+        (SEQ_HEADER, str(seq).encode()),
+    )
+    return Outgoing(row.key, row.value, headers)
+
+
+def _as_bytes(value: object) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"key and value must be strings or binary, not {type(value).__name__}")
+
+
+class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
+    """Runs in Spark's Python workers (`write`) and on the driver (`commit`)."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self._bootstrap_servers = options["bootstrap.servers"]
+        self._topic = options["topic"]
+        self._sink_id = options["sink.id"]
+        self._intents = IntentLog(Path(options["progress.dir"]))
+        self._claim = options.get("claim")
+
+    def write(self, iterator: Iterator[object]) -> Published:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        batch = context.getLocalProperty(BATCH_ID_PROPERTY) if context else None
+        if batch is None:
+            raise RuntimeError("sparkherd-kafka writes only from a streaming query")
+        claim = Claim.decode(self._claim) if self._claim else None
+        rows = (
+            OutRow(str(row["origin"]), _as_bytes(row["key"]), _as_bytes(row["value"]))  # type: ignore[index]
+            for row in iterator
+        )
+        with BlockingKafka(self._bootstrap_servers, f"sparkherd-{self._sink_id}") as kafka:
+            return publish_batch(
+                kafka,
+                self._topic,
+                self._sink_id,
+                self._intents,
+                int(batch),
+                rows,
+                claim.fenced_by if claim else lambda: None,
+            )
+
+    def commit(self, messages: list[Published | None], batchId: int) -> None:
+        with contextlib.suppress(OSError):
+            self._intents.forget_before(batchId)
+
+    def abort(self, messages: list[Published | None], batchId: int) -> None:
+        """Nothing to undo: what was sent stays, and a replay skips it."""
