@@ -108,6 +108,15 @@ class TaskContext:
         """The name the task's query should carry: unique per worker, as Spark requires."""
         return f"{self.connector}-{self.task}"
 
+    def connector_checkpoints(self) -> dict[int, Path]:
+        """Every task of this connector that has a checkpoint (this one included, once it
+        has), with its directory: what a task checks when its split must not change."""
+        root = self.checkpoint_dir.parent.parent
+        return {
+            task: checkpoint_dir_for(root, self.connector, task)
+            for task in checkpointed_tasks(root, self.connector)
+        }
+
 
 def checkpoint_dir_for(checkpoint_root: Path, connector: str, task: int) -> Path:
     """`<checkpoint_root>/<connector>/task-<i>`: the same on every worker sharing the root.

@@ -25,12 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from worker.kafka.client import BlockingKafka
 from worker.kafka.spark_io import publish_once
 from worker.plugins import (
-    TASK_DIR_PREFIX,
     Connector,
     NonEmptyStr,
     Task,
     TaskContext,
-    checkpointed_tasks,
     parse_config,
 )
 
@@ -82,9 +80,8 @@ class SplitChangedError(RuntimeError):
 
 def hold_split(context: TaskContext, count: int) -> None:
     """Record this task's split in its checkpoint, after checking every task's record."""
-    connector_dir = context.checkpoint_dir.parent
-    for task in checkpointed_tasks(connector_dir.parent, context.connector):
-        marker = connector_dir / f"{TASK_DIR_PREFIX}{task}" / SPLIT_MARKER
+    for task, checkpoint in context.connector_checkpoints().items():
+        marker = checkpoint / SPLIT_MARKER
         if marker.is_file() and marker.read_text().strip() != str(count):
             raise SplitChangedError(
                 f"Task {task} of connector {context.connector} published files split over "
@@ -137,7 +134,7 @@ def records(rows: DataFrame, settings: FilesToKafkaSettings, index: int, count: 
 
     file_name = f.col("_metadata.file_name")
     data = [f.col(name) for name in rows.columns]
-    key = f.col(settings.key_field).cast("string") if settings.key_field else f.lit(None)
+    key = f.col(settings.key_field) if settings.key_field else f.lit(None)
     return rows.where(f.pmod(f.hash(file_name), f.lit(count)) == index).select(
         file_name.alias("origin"),
         key.cast("string").alias("key"),

@@ -27,12 +27,10 @@ from worker.kafka.client import BlockingKafka
 from worker.kafka.source import format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
 from worker.plugins import (
-    TASK_DIR_PREFIX,
     Connector,
     NonEmptyStr,
     Task,
     TaskContext,
-    checkpointed_tasks,
     parse_config,
 )
 
@@ -93,12 +91,11 @@ class PartitionMovedError(RuntimeError):
 
 
 def check_not_read_elsewhere(context: TaskContext, assigned: list[TopicPartition]) -> None:
-    connector_dir = context.checkpoint_dir.parent
     mine = {(tp.topic, str(tp.partition)) for tp in assigned}
-    for task in checkpointed_tasks(connector_dir.parent, context.connector):
+    for task, checkpoint in context.connector_checkpoints().items():
         if task == context.task:
             continue
-        for source in committed_offsets(connector_dir / f"{TASK_DIR_PREFIX}{task}", task):
+        for source in committed_offsets(checkpoint, task):
             held = {
                 (topic, partition)
                 for topic, positions in source.offset.items()

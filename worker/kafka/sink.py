@@ -33,7 +33,7 @@ import contextlib
 import json
 import os
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -125,11 +125,13 @@ def numbered(rows: Iterable[OutRow]) -> Iterator[tuple[Identity, OutRow]]:
 
 
 def already_published(
-    kafka: BlockingKafka, sink_id: str, since: Mapping[TopicPartition, int], topic: str
+    kafka: BlockingKafka,
+    sink_id: str,
+    since: Mapping[TopicPartition, int],
+    partitions: Sequence[TopicPartition],
 ) -> set[Identity]:
-    """Identities this sink sent at or after `since` (partitions it does not name, added
-    to the topic later, are read from their start)."""
-    partitions = [TopicPartition(topic, p) for p in kafka.partitions(topic)]
+    """Identities this sink sent to `partitions` at or after `since` (partitions it does
+    not name, added to the topic later, are read from their start)."""
     ends = kafka.end_offsets(partitions)
     found: set[Identity] = set()
     sink = sink_id.encode()
@@ -154,7 +156,7 @@ def publish_batch(
     """Send the rows of one partition of one batch that this sink has not sent yet."""
     partitions = [TopicPartition(topic, p) for p in kafka.partitions(topic)]
     since, seen_before = intents.open(batch, lambda: kafka.end_offsets(partitions))
-    done = already_published(kafka, sink_id, since, topic) if seen_before else set()
+    done = already_published(kafka, sink_id, since, partitions) if seen_before else set()
     sent = skipped = 0
     pending = numbered(rows)
     while chunk := list(islice(pending, CHUNK_ROWS)):
