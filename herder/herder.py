@@ -14,11 +14,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from herder.assignor import inherited_deadline
 from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
@@ -63,6 +64,27 @@ CATCH_UP_ATTEMPTS = 3
 FENCE_CHECK_INTERVAL_S = 0.5
 STATUS_FLUSH_TIMEOUT_S = 10.0
 """How long shutdown waits for the last status writes before leaving the group anyway."""
+
+
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
+
+
+def _serialized(
+    write: Callable[Concatenate[DistributedHerder, _Params], Coroutine[Any, Any, _Result]],
+) -> Callable[Concatenate[DistributedHerder, _Params], Coroutine[Any, Any, _Result]]:
+    """One REST write at a time on this worker (the leader, where writes land): each
+    checks the config snapshot and then writes, and two interleaved creates of one name
+    would both find it free and both answer 201."""
+
+    @wraps(write)
+    async def one_at_a_time(
+        herder: DistributedHerder, /, *args: _Params.args, **kwargs: _Params.kwargs
+    ) -> _Result:
+        async with herder._writes:
+            return await write(herder, *args, **kwargs)
+
+    return one_at_a_time
 
 
 class HerderError(Exception):
@@ -197,6 +219,7 @@ class DistributedHerder:
         self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
         self._status_writer: asyncio.Task[None] | None = None
         self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
+        self._writes = asyncio.Lock()
         self.ready = False
         self.unhealthy: str | None = None
         """Why a worker that was ready is not any more (None while starting or ready)."""
@@ -812,6 +835,7 @@ class DistributedHerder:
             raise TaskNotFound(task)
         return self.statuses.task(task)
 
+    @_serialized
     async def create_connector(
         self,
         name: str,
@@ -824,6 +848,7 @@ class DistributedHerder:
             raise ConnectorExists(name)
         return await self._write_config(name, config, initial_state)
 
+    @_serialized
     async def put_connector_config(
         self, name: str, config: Mapping[str, str]
     ) -> tuple[bool, ConnectorView]:
@@ -834,6 +859,7 @@ class DistributedHerder:
         view = await self._write_config(name, config, TargetState.STARTED if created else None)
         return created, view
 
+    @_serialized
     async def patch_connector_config(
         self, name: str, patch: Mapping[str, str | None]
     ) -> ConnectorView:
@@ -855,8 +881,9 @@ class DistributedHerder:
                 f"name in the URL ({name})"
             )
         full = {**config, "name": name}
+        others = {n: c for n, c in self.configs.snapshot().connectors.items() if n != name}
         try:
-            self._plugins.validate(full)
+            await asyncio.to_thread(self._plugins.admit, full, others)
         except ValueError as exc:
             raise InvalidConnectorConfig(str(exc)) from exc
         await self.configs.put_connector_config(name, full, target_state)
@@ -865,6 +892,7 @@ class DistributedHerder:
         await self.configs.read_to_end()
         return self.connector(name)
 
+    @_serialized
     async def set_target_state(self, name: str, state: TargetState) -> None:
         """Pause, resume or stop a connector: every worker follows the config topic."""
         self._require_leader()
@@ -876,6 +904,7 @@ class DistributedHerder:
         await self._reconcile_task_configs()
         await self.configs.read_to_end()
 
+    @_serialized
     async def restart(self, request: RestartRequest) -> None:
         """Record a restart; the workers that run the work carry it out."""
         self._require_leader()
@@ -887,6 +916,7 @@ class DistributedHerder:
         await self.configs.put_restart_request(request)
         await self.configs.read_to_end()
 
+    @_serialized
     async def delete_connector(self, name: str) -> None:
         self._require_leader()
         await self.configs.read_to_end()
@@ -907,6 +937,7 @@ class DistributedHerder:
             for offset in committed_offsets(self._checkpoint(name, task), task)
         ]
 
+    @_serialized
     async def alter_connector_offsets(
         self, name: str, offsets: Mapping[int, Mapping[int, object | None]]
     ) -> None:
@@ -914,6 +945,13 @@ class DistributedHerder:
         offsets is reset. Refused unless the connector is STOPPED and none of its tasks
         still reports RUNNING."""
         await self._require_stopped(name)
+        checkpointed = self._checkpointed_tasks(name)
+        unknown = sorted(set(offsets) - set(checkpointed))
+        if unknown:
+            raise InvalidOffsets(
+                f"Connector {name} has no task {unknown[0]} with a checkpoint (tasks with "
+                f"one: {checkpointed or 'none'}); only a task that has run has offsets"
+            )
         for task, by_source in sorted(offsets.items()):
             checkpoint = self._checkpoint(name, task)
             try:
@@ -925,6 +963,7 @@ class DistributedHerder:
                 raise InvalidOffsets(f"task {task}: {exc}") from exc
             log.info("altered the offsets of %s task %d: %s", name, task, dict(by_source))
 
+    @_serialized
     async def reset_connector_offsets(self, name: str) -> None:
         await self._require_stopped(name)
         for task in self._checkpointed_tasks(name):
@@ -961,9 +1000,17 @@ class DistributedHerder:
         await self.configs.read_to_end()
 
     def _apply_logger_levels(self) -> None:
+        """A record this worker refuses (a name or level its REST API would refuse) is
+        logged and skipped: any worker, of any version, may have written it."""
         for namespace, level in self.configs.take_logger_levels():
-            if self._set_logger_level is not None:
+            if self._set_logger_level is None:
+                continue
+            try:
                 self._set_logger_level(namespace, level)
+            except ValueError as exc:
+                log.warning(
+                    "Ignoring the cluster-wide level %r for logger %r: %s", level, namespace, exc
+                )
 
     def _require_leader(self) -> None:
         if not self.is_leader:

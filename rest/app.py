@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from importlib.metadata import version as package_version
 
 from fastapi import FastAPI, Request, Response
@@ -31,16 +31,10 @@ from rest.errors import error_response
 from rest.forwarding import FORWARDED_HEADER, forward_to_leader
 from rest.leave_group import leave_group_router
 from rest.loggers import LoggerLevels, loggers_router
-from rest.models import (
-    ClusterBody,
-    HealthBody,
-    ServerInfoBody,
-    WorkerBody,
-    check_connector_name,
-)
+from rest.models import ClusterBody, HealthBody, ServerInfoBody, WorkerBody
 from rest.offsets import offsets_router
 from rest.security import RestSecurity
-from worker.plugins import PluginRegistry
+from worker.connector_plugins import RegistryPlugins
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +54,7 @@ def create_app(
     herder: DistributedHerder,
     cluster_id: Callable[[], str | None],
     commit: str,
-    plugins: PluginRegistry,
+    plugins: RegistryPlugins,
     logger_levels: LoggerLevels,
     security: RestSecurity,
 ) -> FastAPI:
@@ -142,27 +136,12 @@ def create_app(
     app.include_router(connector_plugins_router(plugins))
     app.include_router(loggers_router(logger_levels, herder))
     app.include_router(leave_group_router(herder))
-    _guard_names(app)
+    # The last middleware added runs first: credentials are checked before a byte of the
+    # body is read, so an unauthenticated caller cannot make the worker buffer 1 MB.
+    app.add_middleware(BodyLimit)
     if security.auth is not None:
         require_authentication(app, *security.auth)
-    app.add_middleware(BodyLimit)
     return app
-
-
-def _guard_names(app: FastAPI) -> None:
-    """Answer 400 for connector names that could never have been created (e.g. '..')."""
-
-    @app.middleware("http")
-    async def _check_name(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        parts = request.url.path.split("/")
-        if len(parts) > 2 and parts[1] == "connectors" and parts[2]:
-            try:
-                check_connector_name(parts[2])
-            except ValueError as exc:
-                return error_response(400, str(exc))
-        return await call_next(request)
 
 
 def _describe_validation_error(exc: RequestValidationError) -> str:

@@ -9,8 +9,8 @@ aliases (the config keys), behind the framework's own settings.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
-from functools import partial
 from importlib.metadata import packages_distributions
 from importlib.metadata import version as package_version
 from types import NoneType, UnionType
@@ -22,15 +22,14 @@ from pydantic.fields import FieldInfo
 
 from rest.errors import error_response
 from rest.models import ConfigValue, ErrorBody, config_string, string_config
+from worker.connector_plugins import RegistryPlugins
 from worker.plugins import (
     CONNECTOR_CLASS,
     ConfigProblem,
     Connector,
-    ConnectorConfigError,
     PluginRegistry,
     UnknownPluginError,
     _FrameworkSettings,
-    parse_config,
     qualified_name,
 )
 
@@ -83,8 +82,9 @@ class ConfigInfos(BaseModel):
     configs: list[ConfigInfo]
 
 
-def connector_plugins_router(registry: PluginRegistry) -> APIRouter:
+def connector_plugins_router(plugins: RegistryPlugins) -> APIRouter:
     router = APIRouter(prefix="/connector-plugins")
+    registry = plugins.registry
     owners = packages_distributions()
 
     @router.get("", response_model=list[PluginInfo], response_model_exclude_none=True)
@@ -116,7 +116,8 @@ def connector_plugins_router(registry: PluginRegistry) -> APIRouter:
     async def validate_config(
         plugin: str, config: dict[str, ConfigValue]
     ) -> ConfigInfos | Response:
-        """An invalid value is reported inside the 200 answer, not as an HTTP error."""
+        """An invalid value is reported inside the 200 answer, not as an HTTP error.
+        Off the event loop: a plugin's checks may ask Spark."""
         try:
             connector = registry.resolve(plugin)
         except UnknownPluginError as exc:
@@ -128,7 +129,7 @@ def connector_plugins_router(registry: PluginRegistry) -> APIRouter:
                 f"Included connector type {settings[CONNECTOR_CLASS]} does not match "
                 f"request type {plugin}",
             )
-        return config_infos(connector, settings)
+        return await asyncio.to_thread(config_infos, connector, settings, plugins.problems)
 
     return router
 
@@ -218,7 +219,12 @@ def _as_text(value: object) -> str:
     return str(value)
 
 
-def config_infos(connector: type[Connector], settings: Mapping[str, str]) -> ConfigInfos:
+Problems = Callable[[type[Connector], Mapping[str, str]], list[ConfigProblem]]
+
+
+def config_infos(
+    connector: type[Connector], settings: Mapping[str, str], problems: Problems
+) -> ConfigInfos:
     """Connect's ConfigInfos for `settings`: one entry per defined key, with its errors.
 
     A problem under no defined key (one about the config as a whole) must still count, or
@@ -227,7 +233,7 @@ def config_infos(connector: type[Connector], settings: Mapping[str, str]) -> Con
     """
     definitions = config_definitions(connector)
     errors: dict[str, list[str]] = {key: [] for key in definitions}
-    for problem in _problems(connector, settings):
+    for problem in problems(connector, settings):
         if problem.key in errors:
             errors[problem.key].append(problem.message)
         else:
@@ -240,22 +246,6 @@ def config_infos(connector: type[Connector], settings: Mapping[str, str]) -> Con
             for key, definition in definitions.items()
         ],
     )
-
-
-def _problems(connector: type[Connector], settings: Mapping[str, str]) -> list[ConfigProblem]:
-    """The framework's and the plugin's problems together: creating a connector stops at
-    the first stage that fails, but a validation answer should show everything at once."""
-    checks: tuple[Callable[[Mapping[str, str]], object], ...] = (
-        partial(parse_config, _FrameworkSettings),
-        connector().validate,
-    )
-    problems: list[ConfigProblem] = []
-    for check in checks:
-        try:
-            check(settings)
-        except ConnectorConfigError as exc:
-            problems.extend(exc.problems)
-    return problems
 
 
 def _value(

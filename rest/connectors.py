@@ -19,6 +19,7 @@ from protocol.messages import ConnectorTaskId
 from rest.models import (
     ConfigValue,
     ConnectorInfoBody,
+    ConnectorName,
     ConnectorStateBody,
     ConnectorStatusBody,
     CreateConnectorRequest,
@@ -28,6 +29,7 @@ from rest.models import (
     TaskInfoBody,
     TaskStateBody,
     config_string,
+    connector_location,
     string_config,
 )
 from worker.task_state import TaskState
@@ -70,20 +72,20 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
     ) -> ConnectorInfoBody:
         initial = INITIAL_STATES[body.initial_state or "RUNNING"]
         view = await herder.create_connector(body.name, string_config(body.config), initial)
-        response.headers["Location"] = f"/connectors/{body.name}"
+        response.headers["Location"] = connector_location(body.name)
         return _info(view)
 
     @router.get("/{name}", response_model=ConnectorInfoBody)
-    async def get_connector(name: str) -> ConnectorInfoBody:
+    async def get_connector(name: ConnectorName) -> ConnectorInfoBody:
         return _info(herder.connector(name))
 
     @router.delete("/{name}", status_code=204)
-    async def delete_connector(name: str) -> Response:
+    async def delete_connector(name: ConnectorName) -> Response:
         await herder.delete_connector(name)
         return Response(status_code=204)
 
     @router.get("/{name}/config", response_model=dict[str, str])
-    async def get_connector_config(name: str) -> dict[str, str]:
+    async def get_connector_config(name: ConnectorName) -> dict[str, str]:
         return dict(herder.connector(name).config)
 
     @router.put(
@@ -91,38 +93,44 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
         response_model=ConnectorInfoBody,
         responses={201: {"model": ConnectorInfoBody}},
     )
-    async def put_connector_config(name: str, config: dict[str, ConfigValue]) -> JSONResponse:
+    async def put_connector_config(
+        name: ConnectorName, config: dict[str, ConfigValue]
+    ) -> JSONResponse:
         """201 with a Location when this created the connector, 200 when it updated it."""
         created, view = await herder.put_connector_config(name, string_config(config))
         body = _info(view).model_dump()
         if created:
-            return JSONResponse(body, status_code=201, headers={"Location": f"/connectors/{name}"})
+            return JSONResponse(
+                body, status_code=201, headers={"Location": connector_location(name)}
+            )
         return JSONResponse(body)
 
     @router.patch("/{name}/config", response_model=ConnectorInfoBody)
-    async def patch_connector_config(name: str, patch: dict[str, ConfigValue]) -> ConnectorInfoBody:
+    async def patch_connector_config(
+        name: ConnectorName, patch: dict[str, ConfigValue]
+    ) -> ConnectorInfoBody:
         """Merge into the config; a null value removes that key (KIP-477)."""
         changes = {k: None if v is None else config_string(v) for k, v in patch.items()}
         return _info(await herder.patch_connector_config(name, changes))
 
     @router.get("/{name}/status", response_model=ConnectorStatusBody)
-    async def get_connector_status(name: str) -> ConnectorStatusBody:
+    async def get_connector_status(name: ConnectorName) -> ConnectorStatusBody:
         return _status(herder, name)
 
     @router.get("/{name}/tasks", response_model=list[TaskInfoBody])
-    async def get_tasks(name: str) -> list[TaskInfoBody]:
+    async def get_tasks(name: ConnectorName) -> list[TaskInfoBody]:
         return [
             TaskInfoBody(id=TaskIdBody(connector=t.connector, task=t.task), config=dict(c))
             for t, c in herder.task_configs(name)
         ]
 
     @router.get("/{name}/tasks/{task}/status", response_model=TaskStateBody)
-    async def get_task_status(name: str, task: int) -> TaskStateBody:
+    async def get_task_status(name: ConnectorName, task: int) -> TaskStateBody:
         task_id = ConnectorTaskId(name, task)
         return _task_state(task_id, herder.task_status(task_id))
 
     @router.post("/{name}/tasks/{task}/restart", status_code=204)
-    async def restart_task(name: str, task: int) -> Response:
+    async def restart_task(name: ConnectorName, task: int) -> Response:
         await herder.restart(RestartRequest(name, task=task))
         return Response(status_code=204)
 
@@ -130,7 +138,7 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
         "/{name}/restart", status_code=204, responses={202: {"model": ConnectorStatusBody}}
     )
     async def restart_connector(
-        name: str,
+        name: ConnectorName,
         include_tasks: Annotated[bool, Query(alias="includeTasks")] = False,
         only_failed: Annotated[bool, Query(alias="onlyFailed")] = False,
     ) -> Response:
@@ -143,17 +151,17 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
         return JSONResponse(_status(herder, name, request).model_dump(), status_code=202)
 
     @router.put("/{name}/pause", status_code=202)
-    async def pause_connector(name: str) -> Response:
+    async def pause_connector(name: ConnectorName) -> Response:
         await herder.set_target_state(name, TargetState.PAUSED)
         return Response(status_code=202)
 
     @router.put("/{name}/resume", status_code=202)
-    async def resume_connector(name: str) -> Response:
+    async def resume_connector(name: ConnectorName) -> Response:
         await herder.set_target_state(name, TargetState.STARTED)
         return Response(status_code=202)
 
     @router.put("/{name}/stop", status_code=204)
-    async def stop_connector(name: str) -> Response:
+    async def stop_connector(name: ConnectorName) -> Response:
         """KIP-875: a STOPPED connector keeps its config but has no tasks."""
         await herder.set_target_state(name, TargetState.STOPPED)
         return Response(status_code=204)

@@ -20,7 +20,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from rest.errors import error_response
-from rest.models import ErrorBody
+from rest.models import ErrorBody, LoggerName
+from worker.names import InvalidName, check_name
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,19 @@ LOG4J_LEVELS: Final = MappingProxyType(
     }
 )
 """log4j's level names, least severe first, and the Python level each one sets."""
+MAX_CREATED_LOGGERS: Final = 200
+"""How many loggers that no code had asked for this API may create on one worker: Python
+never frees a logger, so each new name a client sends would otherwise cost memory for
+the worker's lifetime."""
+
+
+class TooManyLoggers(ValueError):
+    def __init__(self, namespace: str) -> None:
+        super().__init__(
+            f"Cannot create logger {namespace}: this worker already created "
+            f"{MAX_CREATED_LOGGERS} loggers that no code uses; set the level of an existing "
+            "logger or of a parent namespace instead"
+        )
 
 
 class UnknownLogLevel(ValueError):
@@ -87,6 +101,7 @@ class LoggerLevels:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._last_modified: dict[str, int] = {}
+        self._created: set[str] = set()
 
     def level(self, name: str) -> LoggerLevel | None:
         """The effective level of an existing logger; None if there is no such logger."""
@@ -109,9 +124,14 @@ class LoggerLevels:
         creating the namespace's own logger if need be.
 
         Returns the loggers whose effective level this changed, sorted, as Kafka Connect
-        does; only those get a new last-modified time.
+        does; only those get a new last-modified time. Raises `InvalidName` or
+        `TooManyLoggers` (both `ValueError`) for a name it will not create: the names
+        also arrive from the config topic, written by any worker.
         """
         number = LOG4J_LEVELS[log4j_level(level)]
+        self.check_creatable(namespace)
+        if not _is_root(namespace) and namespace not in _existing_loggers():
+            self._created.add(namespace)
         targets = _namespace(namespace)
         changed = sorted(name for name, logger in targets if logger.getEffectiveLevel() != number)
         log.info("Setting the level of %s and the loggers under it to %s", namespace, level)
@@ -120,6 +140,13 @@ class LoggerLevels:
         now_ms = round(self._clock() * 1000)
         self._last_modified.update(dict.fromkeys(changed, now_ms))
         return changed
+
+    def check_creatable(self, namespace: str) -> None:
+        """Raise unless `set_level(namespace, ...)` would be accepted here."""
+        check_name(namespace, "logger name")
+        new = not _is_root(namespace) and namespace not in _existing_loggers()
+        if new and len(self._created) >= MAX_CREATED_LOGGERS:
+            raise TooManyLoggers(namespace)
 
     def _describe(self, name: str, logger: logging.Logger) -> LoggerLevel:
         return LoggerLevel(
@@ -177,7 +204,7 @@ def loggers_router(levels: LoggerLevels, cluster: ClusterLoggerSetter) -> APIRou
         },
     )
     async def set_level(
-        name: str,
+        name: LoggerName,
         body: LoggerLevelRequest,
         scope: Annotated[str, Query(description="worker or cluster")] = WORKER_SCOPE,
     ) -> Response:
@@ -187,7 +214,8 @@ def loggers_router(levels: LoggerLevels, cluster: ClusterLoggerSetter) -> APIRou
             return error_response(400, "Desired 'level' parameter was not specified in request.")
         try:
             level = log4j_level(body.level)
-        except UnknownLogLevel as exc:
+            levels.check_creatable(name)
+        except (UnknownLogLevel, InvalidName, TooManyLoggers) as exc:
             return error_response(400, str(exc))
         if scope.lower() == CLUSTER_SCOPE:
             await cluster.set_cluster_logger_level(name, level)

@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-import unicodedata
-from typing import Literal
+from functools import partial
+from typing import Annotated, Literal
+from urllib.parse import quote
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field
 
-MAX_NAME_LENGTH = 255
+from worker.names import check_name
 
 ConfigValue = str | int | float | bool | None
 
+ConnectorName = Annotated[str, AfterValidator(partial(check_name, what="connector name"))]
+"""A connector name from a body or a path segment: both get exactly the same check, on
+the decoded value the handler will use."""
+LoggerName = Annotated[str, AfterValidator(partial(check_name, what="logger name"))]
 
-def check_connector_name(name: str) -> str:
-    """Refuse names that cannot be addressed in a URL path or used as a directory name."""
-    if not name or name != name.strip():
-        raise ValueError("connector name must be non-empty and without surrounding whitespace")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ValueError(f"connector name must be at most {MAX_NAME_LENGTH} characters")
-    if name in (".", "..") or any(c in name for c in "/\\"):
-        raise ValueError("connector name must not contain '/' or '\\' nor be '.' or '..'")
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in name):
-        raise ValueError("connector name must not contain control characters")
-    return name
+
+def connector_location(name: str) -> str:
+    """The `Location` of a connector: the name percent-encoded, so any name that passed
+    the check makes a valid header."""
+    return f"/connectors/{quote(name, safe='')}"
 
 
 def config_string(value: ConfigValue) -> str:
@@ -40,16 +39,11 @@ InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
 
 
 class CreateConnectorRequest(BaseModel):
-    name: str = Field(description="Unique connector name")
+    name: ConnectorName = Field(description="Unique connector name")
     config: dict[str, ConfigValue] = Field(description="Connector configuration")
     initial_state: InitialState | None = Field(
         default=None, description="KIP-980: the state the connector starts in (RUNNING if unset)"
     )
-
-    @field_validator("name")
-    @classmethod
-    def _valid_name(cls, name: str) -> str:
-        return check_connector_name(name)
 
 
 class TaskIdBody(BaseModel):

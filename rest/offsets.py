@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from herder.herder import DistributedHerder, InvalidOffsets
-from rest.models import ErrorBody
+from rest.models import ConnectorName, ErrorBody
 
 ALTERED = "The offsets for this connector have been altered successfully"
 RESET = "The offsets for this connector have been reset successfully"
@@ -45,7 +45,7 @@ def offsets_router(herder: DistributedHerder) -> APIRouter:
         response_model=ConnectorOffsetsBody,
         responses={404: {"model": ErrorBody}},
     )
-    async def get_offsets(name: str) -> ConnectorOffsetsBody:
+    async def get_offsets(name: ConnectorName) -> ConnectorOffsetsBody:
         return ConnectorOffsetsBody(
             offsets=[
                 ConnectorOffsetBody(partition={"task": o.task, "source": o.source}, offset=o.offset)
@@ -54,13 +54,13 @@ def offsets_router(herder: DistributedHerder) -> APIRouter:
         )
 
     @router.patch("/{name}/offsets", response_model=MessageBody, responses=refusals)
-    async def alter_offsets(name: str, body: ConnectorOffsetsBody) -> MessageBody:
+    async def alter_offsets(name: ConnectorName, body: ConnectorOffsetsBody) -> MessageBody:
         """Only while the connector is STOPPED; the tasks resume after these offsets."""
         await herder.alter_connector_offsets(name, _by_task(body))
         return MessageBody(message=ALTERED)
 
     @router.delete("/{name}/offsets", response_model=MessageBody, responses=refusals)
-    async def reset_offsets(name: str) -> MessageBody:
+    async def reset_offsets(name: ConnectorName) -> MessageBody:
         """Only while STOPPED: the tasks' checkpoints are removed, so they start from their
         sources' initial offsets at batch 0."""
         await herder.reset_connector_offsets(name)

@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from worker.config_providers import ConfigProviderError, ConfigProviders, is_provider_key
 from worker.properties import PropertiesSyntaxError, parse_properties
 
 __all__ = [
@@ -298,9 +299,12 @@ class WorkerConfig(BaseModel):
         alias="rest.auth.credentials.file",
         description="a file path (one user:password or token per line)",
     )
+    tasks_max_limit: _JavaInt = _int_field(1000, "tasks.max.limit", 1)
     spark_conf: dict[str, str] = Field(
         default_factory=lambda: {"spark.master": DEFAULT_SPARK_MASTER}
     )
+    config_provider_settings: dict[str, str] = Field(default_factory=dict)
+    """`config.providers` and every `config.providers.<alias>.*` key, as given."""
 
     _given: dict[str, object] = PrivateAttr(default_factory=dict)
 
@@ -324,6 +328,10 @@ class WorkerConfig(BaseModel):
             )
         self._check_rest_auth()
         self._check_tls()
+        try:
+            ConfigProviders.from_worker_settings(self.config_provider_settings, {})
+        except ConfigProviderError as exc:
+            raise _invalid(str(exc), "config.providers") from None
         topics = [
             ("config.storage.topic", self.config_storage_topic),
             ("status.storage.topic", self.status_storage_topic),
@@ -457,14 +465,17 @@ def _with_derived_defaults(data: Mapping[str, object]) -> dict[str, object]:
     """Split off `spark.*` and ignored keys, then fill defaults that follow other keys."""
     values: dict[str, object] = {}
     spark_conf = {"spark.master": DEFAULT_SPARK_MASTER}
+    provider_settings: dict[str, str] = {}
     for key, raw in data.items():
         value = raw.strip() if isinstance(raw, str) else raw
         if key in _FIELDS_BY_KEY:
             values[key] = value
-        elif key.startswith(_SPARK_PREFIX) and len(key) > len(_SPARK_PREFIX):
+        elif (key.startswith(_SPARK_PREFIX) and len(key) > len(_SPARK_PREFIX)) or (
+            is_provider_key(key)
+        ):
             if not isinstance(value, str):
                 raise _invalid(f"'{key}' must be a string (got {value!r})", key)
-            spark_conf[key] = value
+            (provider_settings if is_provider_key(key) else spark_conf)[key] = value
         elif key not in CONNECT_COMPAT_IGNORED_KEYS:
             raise _invalid(f"unknown key '{key}'", key, _did_you_mean(key))
     if not spark_conf["spark.master"]:
@@ -481,6 +492,7 @@ def _with_derived_defaults(data: Mapping[str, object]) -> dict[str, object]:
     values.setdefault("rest.advertised.host.name", advertised_host)
     values.setdefault("rest.advertised.port", values.get("rest.port", DEFAULT_REST_PORT))
     values["spark_conf"] = spark_conf
+    values["config_provider_settings"] = provider_settings
     return values
 
 

@@ -1,50 +1,243 @@
-"""The herder's view of the connector plugins (see `herder.runtime.ConnectorPlugins`)."""
+"""The herder's view of the connector plugins (see `herder.runtime.ConnectorPlugins`), and
+every check a connector config passes before the leader stores it.
+
+A stored config keeps its `${provider:...}` placeholders: plugins only ever see the
+resolved values, and what they hand back for the config topic has the placeholders put
+back (Kafka Connect's reverse transform), so a secret never lands in a record.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
+from worker.config_providers import ConfigProviderError, ConfigProviders, has_placeholder
+from worker.locations import Locations, location_problems
 from worker.plugins import (
     CONNECTOR_CLASS,
+    WHOLE_CONFIG,
+    ConfigProblem,
+    Connector,
+    ConnectorConfigError,
     PluginRegistry,
     UnknownPluginError,
     ValidatedConnector,
+    _FrameworkSettings,
+    parse_config,
     validate_connector_config,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+MAX_TASK_CONFIGS_BYTES: Final = 900_000
+"""What one connector's task configs may add up to on the config topic: below the ~1 MB
+a broker accepts in one record, so no single task config can be refused either, and one
+connector cannot flood the topic (a 990 KB config times 20 tasks would be 19.8 MB)."""
 
 
 class RegistryPlugins:
     """Connector-level operations answered from a `PluginRegistry`.
 
-    An unknown `connector.class` is a user's error like any invalid key, so it surfaces
-    as `ValueError` here, the one error type the herder turns into a 400.
+    A user's error (unknown `connector.class`, an invalid or unresolvable value)
+    surfaces as `ValueError`, the one error type the herder turns into a 400.
+    `spark` gives the worker's session for the checks only Spark can make; it is asked
+    for only when a plugin has such checks.
     """
 
-    def __init__(self, registry: PluginRegistry) -> None:
+    def __init__(
+        self,
+        registry: PluginRegistry,
+        *,
+        providers: ConfigProviders,
+        checkpoint_root: Path,
+        tasks_max_limit: int,
+        spark: Callable[[], SparkSession],
+        cwd: Path | None = None,
+    ) -> None:
         self._registry = registry
+        self._providers = providers
+        self._checkpoint_root = checkpoint_root
+        self._tasks_max_limit = tasks_max_limit
+        self._spark = spark
+        self._cwd = cwd or Path.cwd()
+
+    @property
+    def registry(self) -> PluginRegistry:
+        return self._registry
 
     def validate(self, config: Mapping[str, str]) -> None:
-        self._validated(config)
+        """The cheap checks: what a worker repeats when it starts a connector."""
+        self.validated(config)
+
+    def validated(self, config: Mapping[str, str]) -> tuple[dict[str, str], ValidatedConnector]:
+        """The resolved config and its plugin, for a task about to start. A problem with
+        a resolved value names its placeholder, never the value."""
+        resolved = self.resolve(config)
+        try:
+            return resolved, validate_connector_config(self._registry, resolved)
+        except ConnectorConfigError as exc:
+            raise ConnectorConfigError(_masked(exc.problems, config, resolved)) from None
+        except UnknownPluginError as exc:
+            raise ValueError(str(exc)) from exc
+
+    def resolve(self, config: Mapping[str, str]) -> dict[str, str]:
+        try:
+            return self._providers.resolve(config)
+        except ConfigProviderError as exc:
+            raise ValueError(str(exc)) from exc
+
+    def problems(
+        self, connector: type[Connector], config: Mapping[str, str]
+    ) -> list[ConfigProblem]:
+        """Everything wrong with `config` for `connector` on its own, by key: unresolvable
+        placeholders, the framework's settings, the plugin's, then the plugin's Spark
+        checks (only once the rest passed, and blocking: call it off the event loop)."""
+        problems: list[ConfigProblem] = []
+        resolved = dict(config)
+        for key, value in config.items():
+            if has_placeholder(value):
+                try:
+                    resolved.update(self._providers.resolve({key: value}))
+                except ConfigProviderError as exc:
+                    problems.append(ConfigProblem(key, str(exc)))
+        plugin = connector()
+        for check in (self._check_framework, plugin.validate):
+            try:
+                check(resolved)
+            except ConnectorConfigError as exc:
+                problems.extend(exc.problems)
+        if not problems and type(plugin).validate_with_spark is not Connector.validate_with_spark:
+            try:
+                plugin.validate_with_spark(resolved, self._spark())
+            except ConnectorConfigError as exc:
+                problems.extend(exc.problems)
+        return _masked(problems, config, resolved)
+
+    def admit(self, config: Mapping[str, str], others: Mapping[str, Mapping[str, str]]) -> None:
+        """Raise `ValueError` unless `config` may be stored beside the `others` (every
+        other connector's config, by name). Blocking: it may ask Spark and, to bound the
+        task configs, the outside world."""
+        connector = self._plugin(config)
+        problems = self.problems(connector, config)
+        resolved = self.resolve(config) if not problems else dict(config)
+        problems += location_problems(
+            self._locations(connector, resolved),
+            {name: self._written(other) for name, other in others.items()},
+            self._checkpoint_root,
+            self._cwd,
+        )
+        if problems:
+            raise ConnectorConfigError(problems)
+        try:
+            self.task_configs(config)
+        except ValueError:
+            raise
+        except Exception as exc:  # the outside world, e.g. an unreachable source cluster
+            log.warning("Could not compute task configs to check their size now: %s", exc)
 
     def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
-        validated = self._validated(config)
-        return validated.connector.task_configs(config, validated.tasks_max)[: validated.tasks_max]
+        """The plugin's task configs from the resolved config, with the placeholders put
+        back; refused when they would not fit the config topic."""
+        resolved = self.resolve(config)
+        framework = parse_config(_FrameworkSettings, resolved)
+        connector = self._registry.resolve(framework.connector_class)()
+        tasks_max = framework.tasks_max
+        configs = [
+            _with_placeholders(task, config, resolved)
+            for task in connector.task_configs(resolved, tasks_max)[:tasks_max]
+        ]
+        size = sum(len(json.dumps({"properties": c}).encode("utf-8")) for c in configs)
+        if size > MAX_TASK_CONFIGS_BYTES:
+            raise ConnectorConfigError(
+                [
+                    ConfigProblem(
+                        WHOLE_CONFIG,
+                        f"its {len(configs)} task configs would take {size} bytes on the "
+                        f"config topic; the limit is {MAX_TASK_CONFIGS_BYTES} (fewer "
+                        "tasks.max or a smaller config)",
+                    )
+                ]
+            )
+        return configs
 
     def connector_type(self, config: Mapping[str, str]) -> str:
-        return self._validated(config).connector.connector_type
+        return self._plugin(config).connector_type
 
     def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
         """A class attribute: the plugin is looked up, the config not validated (the
         herder asks for every connector each time its loop wakes)."""
-        try:
-            connector = self._registry.resolve(config.get(CONNECTOR_CLASS, ""))
-        except UnknownPluginError as exc:
-            raise ValueError(str(exc)) from exc
-        refresh_ms = connector.task_configs_refresh_ms
+        refresh_ms = self._plugin(config).task_configs_refresh_ms
         return None if refresh_ms is None else refresh_ms / 1000
 
-    def _validated(self, config: Mapping[str, str]) -> ValidatedConnector:
+    def _plugin(self, config: Mapping[str, str]) -> type[Connector]:
         try:
-            return validate_connector_config(self._registry, config)
+            return self._registry.resolve(config.get(CONNECTOR_CLASS, ""))
         except UnknownPluginError as exc:
             raise ValueError(str(exc)) from exc
+
+    def _check_framework(self, config: Mapping[str, str]) -> None:
+        framework = parse_config(_FrameworkSettings, config)
+        if framework.tasks_max > self._tasks_max_limit:
+            raise ConnectorConfigError(
+                [
+                    ConfigProblem(
+                        "tasks.max",
+                        f"{framework.tasks_max} is more than this cluster allows "
+                        f"(tasks.max.limit={self._tasks_max_limit})",
+                    )
+                ]
+            )
+
+    def _locations(self, connector: type[Connector], resolved: Mapping[str, str]) -> Locations:
+        def pick(keys: tuple[str, ...]) -> dict[str, str]:
+            return {key: resolved[key] for key in keys if resolved.get(key)}
+
+        return Locations(
+            written=pick(connector.output_path_keys), read=pick(connector.input_path_keys)
+        )
+
+    def _written(self, config: Mapping[str, str]) -> list[str]:
+        """Where another, already stored connector writes; one this worker cannot read
+        (an uninstalled plugin, a secret it cannot resolve) counts as writing nowhere."""
+        try:
+            return list(
+                self._locations(self._plugin(config), self.resolve(config)).written.values()
+            )
+        except ValueError:
+            return []
+
+
+def _masked(
+    problems: Iterable[ConfigProblem], raw: Mapping[str, str], resolved: Mapping[str, str]
+) -> list[ConfigProblem]:
+    """`problems`, with the value of every setting that came from a placeholder shown as
+    its placeholder: problems are answered over REST and kept in task traces."""
+    masked = []
+    for problem in problems:
+        message = problem.message
+        value = resolved.get(problem.key)
+        if value and problem.key in raw and has_placeholder(raw[problem.key]):
+            message = message.replace(repr(value), repr(raw[problem.key])).replace(
+                value, raw[problem.key]
+            )
+        masked.append(ConfigProblem(problem.key, message))
+    return masked
+
+
+def _with_placeholders(
+    task: Mapping[str, str], raw: Mapping[str, str], resolved: Mapping[str, str]
+) -> dict[str, str]:
+    """A task config as stored: a value the plugin copied from a setting that held a
+    placeholder gets the placeholder back."""
+    return {
+        key: raw[key]
+        if key in raw and has_placeholder(raw[key]) and value == resolved.get(key)
+        else value
+        for key, value in task.items()
+    }

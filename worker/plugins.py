@@ -4,13 +4,14 @@ A connector validates its config, splits its work into task configs, and makes t
 a task starts one Spark structured-streaming query. The framework owns everything
 around that: the `tasks.max` setting, where checkpoints live, which scheduler pool a
 query runs in, starting and stopping. Plugins come built in, from the Python entry-point
-group `sparkherd.connectors`, or by dotted class path, as Kafka Connect finds them by
-alias, simple class name or fully qualified name.
+group `sparkherd.connectors`, and are looked up by alias, simple class name or fully
+qualified name, as Kafka Connect finds them. Only registered plugins resolve: a
+`connector.class` arrives over REST, and importing whatever module it names would let a
+caller run module-level code (or `SystemExit`) inside the worker.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 from abc import ABC, abstractmethod
@@ -18,11 +19,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
+from worker.names import check_name
 from worker.task_claims import Claim
 
 if TYPE_CHECKING:
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP: Final = "sparkherd.connectors"
 NonEmptyStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 """A string setting with its surrounding whitespace stripped; empty is refused."""
+JAVA_INT_MAX: Final = 2**31 - 1
+"""The bound of every integer setting, as Connect's INT type has: Spark takes these
+values as Java ints or longs, and a larger one would reach it as an overflow."""
 CONNECTOR_CLASS: Final = "connector.class"
 TASK_DIR_PREFIX: Final = "task-"
 WHOLE_CONFIG: Final = "<config>"
@@ -121,12 +126,10 @@ class TaskContext:
 def checkpoint_dir_for(checkpoint_root: Path, connector: str, task: int) -> Path:
     """`<checkpoint_root>/<connector>/task-<i>`: the same on every worker sharing the root.
 
-    A connector name is user input, so one that is not a plain directory name is refused
-    rather than letting it point a checkpoint somewhere else.
+    A connector name is user input: one that breaks the name rule (`worker.names`) is
+    refused rather than letting it point a checkpoint somewhere else.
     """
-    if connector in ("", ".", "..") or "/" in connector or "\\" in connector:
-        raise ValueError(f"Connector name {connector!r} cannot name a checkpoint directory")
-    return checkpoint_root / connector / f"{TASK_DIR_PREFIX}{task}"
+    return checkpoint_root / check_name(connector) / f"{TASK_DIR_PREFIX}{task}"
 
 
 def task_output_path(output_path: str, task: int) -> str:
@@ -179,8 +182,21 @@ class Connector(ABC):
     changed, reconfigures the tasks. This is Connect's `requestTaskReconfiguration`,
     polled, since a plugin instance holds no state. None: only when the config changes."""
 
+    output_path_keys: ClassVar[tuple[str, ...]] = ()
+    """Settings that name a location this connector writes. Such a location may neither
+    lie in `checkpoint.root` nor overlap another connector's: resetting one connector's
+    offsets, or a careless path, must never touch another connector's data."""
+    input_path_keys: ClassVar[tuple[str, ...]] = ()
+    """Settings that name a location it reads; none may lie in `checkpoint.root`."""
+
     def validate(self, config: Mapping[str, str]) -> BaseModel:
         return parse_config(self.config_model, config)
+
+    def validate_with_spark(self, config: Mapping[str, str], spark: SparkSession) -> None:
+        """Checks only Spark can make (a SQL query, a DDL schema), run on the leader when a
+        config is created, changed or validated; raise `ConnectorConfigError`. Blocking.
+        Called only with a config `validate` accepted. None by default."""
+        return None
 
     @abstractmethod
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
@@ -259,23 +275,11 @@ class PluginRegistry:
         if matches:
             names = ", ".join(qualified_name(c) for c in matches)
             self._fail(requested, f"ambiguous, it names {names}; use an alias or a full path")
-        if "." in requested:
-            return self._import(requested)
-        self._fail(requested, "no plugin has this alias or class name")
-
-    def _import(self, path: str) -> type[Connector]:
-        module_name, _, attribute = path.rpartition(".")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            self._fail(path, f"module {module_name!r} cannot be imported ({exc})")
-        candidate: Any = getattr(module, attribute, None)
-        if candidate is None:
-            self._fail(path, f"module {module_name!r} has no attribute {attribute!r}")
-        if not _is_plugin(candidate):
-            self._fail(path, "it is not a concrete subclass of worker.plugins.Connector")
-        connector: type[Connector] = candidate
-        return connector
+        self._fail(
+            requested,
+            "no installed plugin has this alias, class name or qualified name (plugins are "
+            f"built in or installed under the {ENTRY_POINT_GROUP!r} entry-point group)",
+        )
 
     def _fail(self, requested: str, reason: str) -> NoReturn:
         available = (f"{c.name} ({qualified_name(c)})" for c in self.list_plugins())
@@ -288,7 +292,7 @@ class _FrameworkSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     connector_class: NonEmptyStr = Field(alias=CONNECTOR_CLASS)
-    tasks_max: int = Field(default=1, alias="tasks.max", ge=1)
+    tasks_max: int = Field(default=1, alias="tasks.max", ge=1, le=JAVA_INT_MAX)
 
 
 @dataclass(frozen=True)

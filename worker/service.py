@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import uvicorn
@@ -23,6 +24,7 @@ from rest.app import create_app
 from rest.loggers import LoggerLevels
 from rest.security import RestSecurity
 from worker.config import WorkerConfig
+from worker.config_providers import ConfigProviders
 from worker.connector_plugins import RegistryPlugins
 from worker.connectors import default_registry
 from worker.spark_session import SparkSessionProvider
@@ -72,15 +74,26 @@ def source_commit() -> str:
 class WorkerService:
     """Builds the worker's parts from its config and runs them until asked to stop."""
 
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: WorkerConfig, env: Mapping[str, str] | None = None) -> None:
+        """`env` is what the `env` config provider reads (default: this process's)."""
         self.config = config
         self._spark = SparkSessionProvider(
             config.spark_conf, app_name=f"sparkherd-{config.worker_id}"
         )
         registry = default_registry()
+        providers = ConfigProviders.from_worker_settings(
+            config.config_provider_settings, os.environ if env is None else env
+        )
+        self._plugins = RegistryPlugins(
+            registry,
+            providers=providers,
+            checkpoint_root=config.checkpoint_root,
+            tasks_max_limit=config.tasks_max_limit,
+            spark=self._spark.get,
+        )
         self._runtime = SparkTaskRuntime(
             session=self._spark,
-            registry=registry,
+            plugins=self._plugins,
             checkpoint_root=config.checkpoint_root,
             worker_id=config.worker_id,
             shutdown_timeout_ms=config.task_shutdown_graceful_timeout_ms,
@@ -88,12 +101,11 @@ class WorkerService:
                 task, state, trace
             ),
         )
-        self._registry = registry
         self._logger_levels = LoggerLevels()
         self.herder = DistributedHerder(
             config,
             self._runtime,
-            RegistryPlugins(registry),
+            self._plugins,
             set_logger_level=self._logger_levels.set_level,
         )
         self._stop = asyncio.Event()
@@ -108,7 +120,7 @@ class WorkerService:
             self.herder,
             lambda: self.herder.cluster_id,
             source_commit(),
-            self._registry,
+            self._plugins,
             self._logger_levels,
             RestSecurity.from_config(self.config),
         )

@@ -38,6 +38,19 @@ DEFAULT_SPARK_CONF: Final[Mapping[str, str]] = MappingProxyType(
 )
 
 
+LOOPBACK: Final = "127.0.0.1"
+
+
+def bound_to_loopback_when_local(conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf`, with the driver's RPC and block-manager ports on loopback when the master
+    is local: every executor is then in this process, so nothing else needs to reach
+    them, and Spark would otherwise listen on the host's external address without
+    authentication (`spark.authenticate` is off by default). A setting given wins."""
+    if not conf.get("spark.master", "").startswith("local"):
+        return dict(conf)
+    return {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK, **conf}
+
+
 class SparkSessionProvider:
     """Creates the worker's SparkSession on first `get()` and stops it on `stop()`.
 
@@ -49,7 +62,9 @@ class SparkSessionProvider:
     """
 
     def __init__(self, conf: Mapping[str, str], app_name: str) -> None:
-        self._conf: Mapping[str, str] = MappingProxyType({**DEFAULT_SPARK_CONF, **conf})
+        self._conf: Mapping[str, str] = MappingProxyType(
+            bound_to_loopback_when_local({**DEFAULT_SPARK_CONF, **conf})
+        )
         self._app_name = app_name
         self._lock = threading.Lock()
         self._session: SparkSession | None = None

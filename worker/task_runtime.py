@@ -25,12 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from protocol.messages import ConnectorTaskId
-from worker.plugins import (
-    PluginRegistry,
-    TaskContext,
-    checkpoint_dir_for,
-    validate_connector_config,
-)
+from worker.connector_plugins import RegistryPlugins
+from worker.plugins import TaskContext, checkpoint_dir_for
 from worker.spark_session import SparkSessionProvider
 from worker.task_claims import Claim, claim
 from worker.task_state import TaskState, TaskStatus
@@ -50,8 +46,9 @@ log = logging.getLogger(__name__)
 
 
 def job_tag(task_id: ConnectorTaskId) -> str:
-    """What a task's Spark jobs are tagged with, to find (or cancel) them by task."""
-    return f"sparkherd-task-{task_id.connector}-{task_id.task}"
+    """What a task's Spark jobs are tagged with, to find (or cancel) them by task. Spark
+    refuses a tag with a comma (its separator of tags), which a connector name may hold."""
+    return f"sparkherd-task-{task_id.connector}-{task_id.task}".replace(",", "%2C")
 
 
 def stop_between_batches(query: StreamingQuery, wait_s: float, poll_s: float = 0.05) -> None:
@@ -122,7 +119,7 @@ class SparkTaskRuntime:
     def __init__(
         self,
         session: SparkSessionProvider,
-        registry: PluginRegistry,
+        plugins: RegistryPlugins,
         checkpoint_root: Path,
         worker_id: str,
         shutdown_timeout_ms: int,
@@ -131,7 +128,7 @@ class SparkTaskRuntime:
         monitor_interval_s: float = MONITOR_INTERVAL_S,
     ) -> None:
         self._session = session
-        self._registry = registry
+        self._plugins = plugins
         self._checkpoint_root = checkpoint_root
         self._worker_id = worker_id
         self._shutdown_timeout_s = shutdown_timeout_ms / 1000
@@ -208,9 +205,12 @@ class SparkTaskRuntime:
         this pooled thread runs next. Spark itself runs each query's jobs in a job group
         of their own (the query's run id), so stopping one task cancels only its jobs.
         A claim overtaken while the query started means another worker started it too:
-        this one stops again at once.
+        this one stops again at once. The configs arrive as stored; their `${...}`
+        placeholders are resolved only here, so a secret lives in this task alone.
         """
-        task = validate_connector_config(self._registry, connector_config).connector.create_task()
+        connector_config, validated = self._plugins.validated(connector_config)
+        task_config = self._plugins.resolve(task_config)
+        task = validated.connector.create_task()
         checkpoint_dir = checkpoint_dir_for(self._checkpoint_root, task_id.connector, task_id.task)
         spark = self._session.get()
         owned = claim(checkpoint_dir, self._worker_id, generation)

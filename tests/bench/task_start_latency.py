@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from protocol.messages import ConnectorTaskId
 from tests.support.cluster import generator_config
+from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
 from worker.spark_session import SparkSessionProvider
 from worker.task_runtime import SparkTaskRuntime
@@ -60,8 +61,9 @@ async def measure(tasks: int, restarts: int, root: Path) -> list[float]:
     spark = SparkSessionProvider(
         {"spark.master": "local[2]", "spark.driver.memory": "1g"}, "task-start-latency"
     )
+    plugins = plugins_for(default_registry(), root / "checkpoints", spark.get)
     runtime = SparkTaskRuntime(
-        spark, default_registry(), root / "checkpoints", "bench:0", 10_000, lambda *_: None
+        spark, plugins, root / "checkpoints", "bench:0", 10_000, lambda *_: None
     )
     config = generator_config(root / "out", tasks=1, rate=5)
     try:

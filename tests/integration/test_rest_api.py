@@ -60,7 +60,9 @@ def worker_pair(
 ) -> Iterator[tuple[WorkerProcess, WorkerProcess, str, WorkerProcess]]:
     """Two ready workers of one group: (first, second, the leader's URL, the follower)."""
     first, second = (
-        WorkerProcess(name, broker.bootstrap_servers, root, root, settings, tls_ca=tls_ca).start()
+        WorkerProcess(
+            name, broker.bootstrap_servers, root / "checkpoints", root, settings, tls_ca=tls_ca
+        ).start()
         for name in ("first", "second")
     )
     try:
@@ -266,10 +268,15 @@ def test_config_put_patch_and_initial_state(worker: WorkerProcess, tmp_path: Pat
     api.call("PATCH", "/connectors/missing/config", 404, json={"tasks.max": "1"})
     assert api.call("GET", "/connectors/cfg/config", 200).json() == patched["config"]
 
-    stopped = {"name": "born-stopped", "config": config, "initial_state": "STOPPED"}
+    stopped = {
+        "name": "born-stopped",
+        "config": generator_config(tmp_path / "stopped", 1),
+        "initial_state": "STOPPED",
+    }
     api.call("POST", "/connectors", 201, json=stopped)
     api.wait_states("born-stopped", "STOPPED", [])
-    paused = {"name": "born-paused", "config": config, "initial_state": "PAUSED"}
+    paused_config = generator_config(tmp_path / "paused", 1)
+    paused = {"name": "born-paused", "config": paused_config, "initial_state": "PAUSED"}
     api.call("POST", "/connectors", 201, json=paused)
     api.wait_states("born-paused", "PAUSED", ["PAUSED"])
     bad = {"name": "x", "config": config, "initial_state": "SLEEPING"}

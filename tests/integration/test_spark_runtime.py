@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from pyspark.sql import functions as F
 
 from protocol.messages import ConnectorTaskId
+from tests.support.plugins import plugins_for
 from worker.connectors.generator import GeneratorConnector
 from worker.plugins import Connector, PluginRegistry, Task, TaskContext, parse_config
 from worker.spark_session import SparkSessionProvider
@@ -108,7 +109,7 @@ async def runtime(
     registry = PluginRegistry([GeneratorConnector, ExplodingConnector])
     task_runtime = SparkTaskRuntime(
         spark_provider,
-        registry,
+        plugins_for(registry, tmp_path / "checkpoints", spark_provider.get),
         tmp_path / "checkpoints",
         WORKER_ID,
         SHUTDOWN_TIMEOUT_MS,

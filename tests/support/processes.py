@@ -14,7 +14,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,8 @@ class WorkerProcess:
     """Set when the worker serves https (its `listeners` in `extra`): the CA to trust."""
     python_path: Sequence[Path] = ()
     """Extra import roots, e.g. where a test plugin's distribution metadata lives."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Variables added to the worker's environment (what the `env` provider reads)."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -103,6 +105,7 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         log = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
+        env.update(self.environment)
         if self.python_path:
             roots = [str(p) for p in self.python_path] + [env.get("PYTHONPATH", "")]
             env["PYTHONPATH"] = os.pathsep.join(r for r in roots if r)
@@ -157,6 +160,7 @@ def ready_worker(
     extra: Sequence[str] = (),
     python_path: Sequence[Path] = (),
     timeout_s: float = 120.0,
+    environment: Mapping[str, str] | None = None,
 ) -> Iterator[WorkerProcess]:
     """One worker in a group of its own (checkpoints and log under `root`), ready, and
     killed on the way out."""
@@ -167,6 +171,7 @@ def ready_worker(
         root,
         [f"group.id={name}-{free_port()}", *extra],
         python_path=python_path,
+        environment=environment or {},
     ).start()
     try:
         worker.wait_ready(timeout_s)

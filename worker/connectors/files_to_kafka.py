@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from worker.kafka.client import BlockingKafka
 from worker.kafka.spark_io import publish_once
 from worker.plugins import (
+    JAVA_INT_MAX,
     Connector,
     NonEmptyStr,
     Task,
@@ -62,8 +63,12 @@ class FilesToKafkaSettings(BaseModel):
     key_field: NonEmptyStr | None = Field(
         default=None, alias="key.field", description="The column whose value keys each record"
     )
-    max_files_per_trigger: int = Field(default=100, alias="max.files.per.trigger", ge=1)
-    trigger_interval_ms: int = Field(default=1000, alias="trigger.interval.ms", ge=100)
+    max_files_per_trigger: int = Field(
+        default=100, alias="max.files.per.trigger", ge=1, le=JAVA_INT_MAX
+    )
+    trigger_interval_ms: int = Field(
+        default=1000, alias="trigger.interval.ms", ge=100, le=JAVA_INT_MAX
+    )
 
 
 def parse_split(text: str) -> tuple[int, int]:
@@ -176,6 +181,7 @@ class FilesToKafkaConnector(Connector):
     name = "files-to-kafka"
     config_model = FilesToKafkaSettings
     connector_type = "source"
+    input_path_keys = ("input.path",)
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         return [{**config, SPLIT_KEY: f"{i}/{max_tasks}"} for i in range(max_tasks)]

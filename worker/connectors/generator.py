@@ -16,7 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from pyspark.sql import functions as F
 
 from worker.connectors.file_sink import start_file_sink
-from worker.plugins import Connector, NonEmptyStr, Task, TaskContext, parse_config
+from worker.plugins import (
+    JAVA_INT_MAX,
+    Connector,
+    NonEmptyStr,
+    Task,
+    TaskContext,
+    parse_config,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,8 +33,8 @@ if TYPE_CHECKING:
 class GeneratorSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    rows_per_second: int = Field(default=10, alias="rows.per.second", gt=0)
-    batch_interval_ms: int = Field(default=1000, alias="batch.interval.ms", ge=100)
+    rows_per_second: int = Field(default=10, alias="rows.per.second", gt=0, le=JAVA_INT_MAX)
+    batch_interval_ms: int = Field(default=1000, alias="batch.interval.ms", ge=100, le=JAVA_INT_MAX)
     output_path: NonEmptyStr = Field(alias="output.path")
     output_format: Literal["parquet", "json"] = Field(default="parquet", alias="output.format")
 
@@ -71,6 +78,7 @@ class GeneratorConnector(Connector):
     name = "generator"
     config_model = GeneratorSettings
     connector_type = "source"
+    output_path_keys = ("output.path",)
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         return [dict(config) for _ in range(max_tasks)]

@@ -24,21 +24,26 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from worker.checkpoint_offsets import committed_offsets
 from worker.connectors.file_sink import start_file_sink
 from worker.kafka.client import BlockingKafka
-from worker.kafka.source import format_assignment, parse_assignment
+from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
 from worker.plugins import (
+    JAVA_INT_MAX,
+    ConfigProblem,
     Connector,
+    ConnectorConfigError,
     NonEmptyStr,
     Task,
     TaskContext,
     parse_config,
 )
+from worker.sql_policy import QueryNotAllowed, analyze_query, check_query
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 ASSIGN_KEY: Final = "kafka.assign"
+TRANSFORM_KEY: Final = "transform.sql"
 SOURCE_VIEW: Final = "source"
 DEFAULT_TRANSFORM: Final = (
     "SELECT CAST(key AS STRING) AS key, CAST(value AS STRING) AS value, "
@@ -55,12 +60,19 @@ class KafkaToFilesSettings(BaseModel):
     output_format: Literal["parquet", "json", "csv"] = Field(
         default="parquet", alias="output.format"
     )
-    transform_sql: NonEmptyStr = Field(default=DEFAULT_TRANSFORM, alias="transform.sql")
+    transform_sql: NonEmptyStr = Field(
+        default=DEFAULT_TRANSFORM,
+        alias=TRANSFORM_KEY,
+        description="One query over the view `source` (Spark's Kafka schema): built-in "
+        "functions only, no commands, no other tables or files",
+    )
     starting_offsets: Literal["earliest", "latest"] = Field(
         default="earliest", alias="starting.offsets"
     )
     kafka_client: KafkaClientChoice = Field(default="auto", alias="kafka.client")
-    trigger_interval_ms: int = Field(default=1000, alias="trigger.interval.ms", ge=100)
+    trigger_interval_ms: int = Field(
+        default=1000, alias="trigger.interval.ms", ge=100, le=JAVA_INT_MAX
+    )
 
     @field_validator("topics", mode="before")
     @classmethod
@@ -129,6 +141,7 @@ class KafkaToFilesTask(Task):
             settings.kafka_client,
         )
         records.createOrReplaceTempView(SOURCE_VIEW)
+        check_query(session, settings.transform_sql, {SOURCE_VIEW})
         return start_file_sink(
             session.sql(settings.transform_sql),
             context,
@@ -142,8 +155,18 @@ class KafkaToFilesConnector(Connector):
     name = "kafka-to-files"
     config_model = KafkaToFilesSettings
     connector_type = "sink"
+    output_path_keys = ("output.path",)
     task_configs_refresh_ms = 30_000
     """New partitions are picked up within this long; existing ones never move."""
+
+    def validate_with_spark(self, config: Mapping[str, str], spark: SparkSession) -> None:
+        """`transform.sql` is a query over `source`, never a program: checked before it is
+        stored, and again by the task before it runs."""
+        settings = parse_config(KafkaToFilesSettings, config)
+        try:
+            analyze_query(spark, settings.transform_sql, {SOURCE_VIEW: SCHEMA})
+        except QueryNotAllowed as exc:
+            raise ConnectorConfigError([ConfigProblem(TRANSFORM_KEY, str(exc))]) from None
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         settings = parse_config(KafkaToFilesSettings, config)

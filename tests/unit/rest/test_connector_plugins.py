@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, SecretStr, model_validator
 
 from rest.connector_plugins import connect_type, connector_plugins_router
 from rest.errors import error_response
+from tests.support.plugins import plugins_for
 from worker.connectors.generator import GeneratorConnector
 from worker.plugins import Connector, PluginRegistry, Task, qualified_name
 
@@ -64,7 +65,9 @@ AUDIT_SINK = qualified_name(AuditSinkConnector)
 def client() -> TestClient:
     app = FastAPI()
     app.include_router(
-        connector_plugins_router(PluginRegistry([GeneratorConnector, AuditSinkConnector]))
+        connector_plugins_router(
+            plugins_for(PluginRegistry([GeneratorConnector, AuditSinkConnector]), Path("/ckpt"))
+        )
     )
 
     @app.exception_handler(RequestValidationError)

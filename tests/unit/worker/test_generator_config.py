@@ -31,7 +31,7 @@ class EchoSettings(BaseModel):
 
 
 class EchoConnector(Connector):
-    """A plugin reachable only through an entry point or its dotted path in these tests."""
+    """A plugin these tests register explicitly or through an entry point."""
 
     name = "echo"
     connector_type = "sink"
@@ -176,8 +176,8 @@ def test_builtin_plugin_resolves_by_alias_simple_name_or_path(connector_class: s
     assert PluginRegistry(BUILTIN_CONNECTORS).resolve(connector_class) is GeneratorConnector
 
 
-def test_unregistered_plugin_resolves_by_dotted_path() -> None:
-    registry = PluginRegistry(BUILTIN_CONNECTORS)
+def test_a_registered_plugin_resolves_by_its_qualified_name() -> None:
+    registry = PluginRegistry([*BUILTIN_CONNECTORS, EchoConnector])
 
     assert registry.resolve(f"{HERE}.EchoConnector") is EchoConnector
 
@@ -185,11 +185,11 @@ def test_unregistered_plugin_resolves_by_dotted_path() -> None:
 @pytest.mark.parametrize(
     ("connector_class", "reason"),
     [
-        ("nosuch", "no plugin has this alias or class name"),
-        ("no.such.module.Thing", "module 'no.such.module' cannot be imported"),
-        (f"{HERE}.Missing", "has no attribute 'Missing'"),
-        ("pathlib.Path", "not a concrete subclass"),
-        ("worker.plugins.Connector", "not a concrete subclass"),
+        ("nosuch", "no installed plugin has this alias"),
+        ("no.such.module.Thing", "no installed plugin has this alias"),
+        (f"{HERE}.EchoConnector", "no installed plugin has this alias"),
+        ("pathlib.Path", "no installed plugin has this alias"),
+        ("worker.plugins.Connector", "no installed plugin has this alias"),
     ],
 )
 def test_unknown_plugin_error_says_why_and_lists_available_plugins(
@@ -253,12 +253,6 @@ def test_validation_runs_the_plugins_own_schema() -> None:
 
 def test_checkpoint_dir_is_per_connector_and_task() -> None:
     assert checkpoint_dir_for(Path("/ck"), "orders", 2) == Path("/ck/orders/task-2")
-
-
-@pytest.mark.parametrize("connector", ["", ".", "..", "a/b", "..\\x"])
-def test_connector_names_that_would_escape_the_checkpoint_root_are_refused(connector: str) -> None:
-    with pytest.raises(ValueError, match="cannot name a checkpoint directory"):
-        checkpoint_dir_for(Path("/ck"), connector, 0)
 
 
 def test_batch_interval_scales_the_rows_of_each_batch() -> None:

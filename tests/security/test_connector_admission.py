@@ -1,0 +1,96 @@
+"""What the leader checks before it stores a connector config (pure: no broker, no Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.plugins import no_spark
+from worker.config_providers import ConfigProviders
+from worker.connector_plugins import MAX_TASK_CONFIGS_BYTES, RegistryPlugins
+from worker.connectors import default_registry
+from worker.plugins import ConnectorConfigError, UnknownPluginError
+
+SECRET = "hunter2-do-not-print"
+
+
+@pytest.fixture
+def secrets(tmp_path: Path) -> Path:
+    directory = tmp_path / "secrets"
+    directory.mkdir()
+    (directory / "out").write_text(str(tmp_path / "out"))
+    (directory / "rate").write_text(SECRET)
+    return directory
+
+
+def plugins(secrets: Path, tmp_path: Path, tasks_max_limit: int = 1000) -> RegistryPlugins:
+    providers = ConfigProviders.from_worker_settings(
+        {
+            "config.providers": "dir",
+            "config.providers.dir.class": "directory",
+            "config.providers.dir.param.allowed.paths": str(secrets),
+        },
+        {},
+    )
+    return RegistryPlugins(
+        default_registry(),
+        providers=providers,
+        checkpoint_root=tmp_path / "checkpoints",
+        tasks_max_limit=tasks_max_limit,
+        spark=no_spark,
+        cwd=tmp_path,
+    )
+
+
+def generator(output: str, **overrides: str) -> dict[str, str]:
+    return {"connector.class": "generator", "output.path": output, "name": "g", **overrides}
+
+
+def test_task_configs_keep_the_placeholder_the_plugin_copied(secrets: Path, tmp_path: Path) -> None:
+    placeholder = f"${{dir:{secrets}:out}}"
+    configs = plugins(secrets, tmp_path).task_configs(generator(placeholder, **{"tasks.max": "2"}))
+    assert [c["output.path"] for c in configs] == [placeholder, placeholder]
+
+
+def test_task_configs_over_the_topic_budget_are_refused(secrets: Path, tmp_path: Path) -> None:
+    padding = "x" * (MAX_TASK_CONFIGS_BYTES // 3)
+    config = generator(str(tmp_path / "out"), padding=padding, **{"tasks.max": "3"})
+    with pytest.raises(ConnectorConfigError, match="task configs"):
+        plugins(secrets, tmp_path).task_configs(config)
+    plugins(secrets, tmp_path).task_configs({**config, "tasks.max": "2"})
+
+
+def test_tasks_max_is_capped_by_the_worker(secrets: Path, tmp_path: Path) -> None:
+    config = generator(str(tmp_path / "out"), **{"tasks.max": "11"})
+    with pytest.raises(ConnectorConfigError, match=r"tasks\.max\.limit=10"):
+        plugins(secrets, tmp_path, tasks_max_limit=10).admit(config, {})
+    plugins(secrets, tmp_path, tasks_max_limit=11).admit(config, {})
+
+
+def test_a_problem_with_a_resolved_value_shows_the_placeholder(
+    secrets: Path, tmp_path: Path
+) -> None:
+    placeholder = f"${{dir:{secrets}:rate}}"
+    config = generator(str(tmp_path / "out"), **{"rows.per.second": placeholder})
+    registry = plugins(secrets, tmp_path)
+    with pytest.raises(ConnectorConfigError) as admitted:
+        registry.admit(config, {})
+    with pytest.raises(ConnectorConfigError) as started:
+        registry.validated(config)
+    for caught in (admitted, started):
+        assert placeholder in str(caught.value)
+        assert SECRET not in str(caught.value)
+
+
+def test_other_connectors_outputs_are_compared_resolved(secrets: Path, tmp_path: Path) -> None:
+    mine = generator(str(tmp_path / "out" / "mine"))
+    other = generator(f"${{dir:{secrets}:out}}")
+    with pytest.raises(ConnectorConfigError, match="connector other"):
+        plugins(secrets, tmp_path).admit(mine, {"other": other})
+
+
+def test_an_unknown_class_is_a_users_error(secrets: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no installed plugin") as caught:
+        plugins(secrets, tmp_path).admit(generator("out", **{"connector.class": "this.Zen"}), {})
+    assert not isinstance(caught.value, UnknownPluginError)

@@ -1,0 +1,111 @@
+"""`transform.sql` against Spark's own parser and analyzer (real Spark, in this process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from worker.kafka.source import SCHEMA
+from worker.spark_session import SparkSessionProvider
+from worker.sql_policy import QueryNotAllowed, analyze_query, check_query
+
+pytestmark = pytest.mark.integration
+
+VIEWS = {"source": SCHEMA}
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    provider = SparkSessionProvider({"spark.master": "local[1]"}, "sparkherd-sql-policy-test")
+    try:
+        yield provider.get()
+    finally:
+        provider.stop()
+
+
+@pytest.mark.parametrize(
+    ("sql", "fragment"),
+    [
+        (
+            "INSERT OVERWRITE DIRECTORY '/tmp/x' USING csv "
+            "SELECT TRANSFORM('x') USING 'id' AS (o STRING)",
+            "InsertIntoDir",
+        ),
+        ("SELECT TRANSFORM(key) USING 'cat' FROM source", "ScriptTransformation"),
+        ("SELECT * FROM source CROSS JOIN text.`/etc/hostname`", "text./etc/hostname"),
+        ("SELECT * FROM parquet.`/etc`", "parquet./etc"),
+        ("SELECT * FROM source WHERE EXISTS (SELECT * FROM text.`/etc/hostname`)", "text."),
+        ("SELECT (SELECT max(value) FROM json.`/tmp`) FROM source", "json./tmp"),
+        ("WITH a AS (SELECT * FROM csv.`/etc/passwd`) SELECT * FROM a", "csv./etc/passwd"),
+        ("SELECT * FROM range(10)", "UnresolvedTableValuedFunction"),
+        ("SELECT * FROM other_table", "not other_table"),
+        ("SELECT * FROM global_temp.source", "global_temp.source"),
+        ("SELECT reflect('java.lang.Runtime', 'getRuntime') FROM source", "reflect"),
+        ("SELECT java_method('java.lang.System', 'exit', 1)", "java_method"),
+        ("SELECT REFLECT('java.lang.Runtime', 'getRuntime')", "REFLECT"),
+        ("SELECT xpath_string(CAST(value AS STRING), '/a') FROM source", "xpath_string"),
+        ("SELECT my_udf(value) FROM source", "built-in"),
+        ("SELECT db.upper(topic) FROM source", "built-in"),
+        ("SELECT * FROM source LATERAL VIEW my_gen(value) t AS x", "built-in"),
+        ("CREATE TEMPORARY FUNCTION f AS 'x.Y'", "only a query"),
+        ("SET spark.sql.ansi.enabled=false", "only a query"),
+        ("ADD JAR /tmp/x.jar", "only a query"),
+        ("CACHE TABLE x AS SELECT * FROM source", "only a query"),
+        ("EXPLAIN SELECT * FROM source", "only a query"),
+        ("SELECT * FROM source; SELECT 1", "not one valid query"),
+        ("SELEC * FROM source", "not one valid query"),
+    ],
+)
+def test_anything_but_a_query_over_source_is_refused(
+    spark: SparkSession, sql: str, fragment: str
+) -> None:
+    with pytest.raises(QueryNotAllowed) as caught:
+        check_query(spark, sql, {"source"})
+    assert fragment in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT CAST(key AS STRING) AS key, CAST(value AS STRING) AS value, topic, partition, "
+        "offset, timestamp FROM source",
+        "WITH recent AS (SELECT * FROM source WHERE offset > 10) SELECT topic FROM recent",
+        "SELECT a.topic FROM source a JOIN source b ON a.key = b.key",
+        "SELECT topic, count(*) AS n, max(offset) FROM source GROUP BY topic HAVING count(*) > 1",
+        "SELECT topic, row_number() OVER (PARTITION BY topic ORDER BY offset) FROM source",
+        "SELECT topic, part FROM source LATERAL VIEW explode(split(CAST(value AS STRING), ',')) "
+        "t AS part",
+        "SELECT * FROM SOURCE",
+        "SELECT topic, (SELECT max(offset) FROM source) FROM source",
+        "SELECT from_json(CAST(value AS STRING), 'a INT, b STRING') AS parsed FROM source",
+        "SELECT transform(array(1, 2), x -> x + 1) FROM source",
+    ],
+)
+def test_queries_over_source_are_accepted_and_analyzed(spark: SparkSession, sql: str) -> None:
+    check_query(spark, sql, {"source"})
+    analyze_query(spark, sql, VIEWS)
+
+
+def test_the_analyzer_names_an_unknown_column(spark: SparkSession) -> None:
+    with pytest.raises(QueryNotAllowed, match="no_such_column"):
+        analyze_query(spark, "SELECT no_such_column FROM source", VIEWS)
+
+
+def test_a_refused_command_never_ran(spark: SparkSession, tmp_path: Path) -> None:
+    """`session.sql` would have run both commands while parsing them; the checker must
+    refuse them before Spark sees them as SQL to run."""
+    target = tmp_path / "written"
+    marker = tmp_path / "ran"
+    for sql in (
+        f"INSERT OVERWRITE DIRECTORY '{target}' USING csv SELECT 1 AS x",
+        f"INSERT OVERWRITE DIRECTORY '{target}' USING csv "
+        f"SELECT TRANSFORM('x') USING 'touch {marker}' AS (o STRING)",
+    ):
+        with pytest.raises(QueryNotAllowed):
+            analyze_query(spark, sql, VIEWS)
+    assert not target.exists()
+    assert not marker.exists()
