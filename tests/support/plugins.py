@@ -6,9 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from worker.config_providers import ConfigProviders
-
 from worker.config import WorkerConfig
+from worker.config_providers import ConfigProviders
 from worker.connector_plugins import RegistryPlugins
 from worker.plugins import PluginRegistry
 
