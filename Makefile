@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 REST_PORT ?= 8083
 DATA_DIR ?= .sparkherd
+BROKER ?= tansu
 
 .PHONY: setup run test lint typecheck unit integration bench clean
 
@@ -16,7 +17,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 run: setup
-	$(BIN)/sparkherd up --rest-port $(REST_PORT) --data-dir $(DATA_DIR)
+	$(BIN)/sparkherd up --broker $(BROKER) --rest-port $(REST_PORT) --data-dir $(DATA_DIR)
 
 lint: setup
 	$(BIN)/ruff check .

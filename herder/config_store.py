@@ -17,6 +17,7 @@ from typing import Any
 
 from herder.kafka_log import KafkaLog
 from protocol.messages import Allocation, ConnectorTaskId
+from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 CONNECTOR_PREFIX = "connector-"
 TASK_PREFIX = "task-"
@@ -97,8 +98,10 @@ class ConfigSnapshot:
 class ConfigStore:
     """Replays the config topic into a `ConfigSnapshot` and writes changes to it."""
 
-    def __init__(self, bootstrap_servers: str, topic: str) -> None:
-        self._log = KafkaLog(bootstrap_servers, topic, self._apply)
+    def __init__(
+        self, bootstrap_servers: str, topic: str, security: KafkaClientSecurity = PLAINTEXT_CLIENT
+    ) -> None:
+        self._log = KafkaLog(bootstrap_servers, topic, self._apply, security)
         self._connectors: dict[str, dict[str, str]] = {}
         self._target_states: dict[str, TargetState] = {}
         self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}

@@ -182,8 +182,9 @@ class DistributedHerder:
         self._runtime = runtime
         self._plugins = plugins
         self._clock = clock
-        self.configs = ConfigStore(config.bootstrap_servers, config.config_storage_topic)
-        self.statuses = StatusStore(config.bootstrap_servers, config.status_storage_topic)
+        security = config.kafka_security()
+        self.configs = ConfigStore(config.bootstrap_servers, config.config_storage_topic, security)
+        self.statuses = StatusStore(config.bootstrap_servers, config.status_storage_topic, security)
         self._member = GroupMember(
             config.bootstrap_servers,
             config.group_id,
@@ -191,6 +192,7 @@ class DistributedHerder:
             session_timeout_ms=config.session_timeout_ms,
             rebalance_timeout_ms=config.rebalance_timeout_ms,
             instance_id=config.group_instance_id,
+            security=security,
         )
         self._max_version = max_version_for(parse_connect_protocol(config.connect_protocol))
         self._version = self._max_version
@@ -199,6 +201,7 @@ class DistributedHerder:
         self._generation: Generation | None = None
         self._applied_generation = -1
         self._joined_with = b""
+        self._static_rejoin_forced = False
         self._last_assignment: tuple[Assignment, int] | None = None
         self._leaving = False
         self.leader_url: str | None = None
@@ -254,6 +257,7 @@ class DistributedHerder:
                     self._config.status_storage_topic,
                     self._config.offset_storage_topic,
                 ],
+                self._config.kafka_security(),
             )
         except Exception:
             await self._member.close()
@@ -361,18 +365,40 @@ class DistributedHerder:
                     await self._heartbeat_task
 
     async def _rebalance_was_skipped(self, generation: Generation, metadata: bytes) -> bool:
-        """A coordinator that handles static members (`group.instance.id`) by KIP-345's
-        letter may answer a changed subscription with the current generation: no
-        rebalance, so the change (new work, revocations done) never reaches the leader.
-        Tansu does this. Leaving and rejoining forces the rebalance the group needs."""
-        if generation.generation != self._applied_generation or metadata == self._joined_with:
+        """Whether the coordinator answered without the rebalance this worker needs, in
+        which case it leaves and rejoins to force one (and the caller joins again).
+
+        Two cases, both KIP-345 static membership (`group.instance.id`) by its letter:
+
+        * A process's first join as a static member. Apache Kafka hands a static member
+          that rejoins a stable group the generation and the assignment its predecessor
+          had, without a rebalance. An incremental cooperative assignment is a change
+          (assigned, revoked) that this new process never saw: it would run nothing
+          while the leader believes it runs its tasks. After a rebalance, the leader
+          sees what it runs (nothing) under its identity and hands its own tasks back at
+          once. A first join that was a real rebalance costs one more round, which stops
+          nothing anywhere.
+        * Tansu answers a changed subscription of a running static member with the
+          current generation, so the change (new work, revocations done) would never
+          reach the leader.
+        """
+        first_static_join = (
+            self._config.group_instance_id is not None and self._applied_generation < 0
+        )
+        subscription_ignored = (
+            generation.generation == self._applied_generation and metadata != self._joined_with
+        )
+        if not (first_static_join or subscription_ignored) or self._static_rejoin_forced:
             self._joined_with = metadata
+            self._static_rejoin_forced = False
             return False
         log.info(
-            "the coordinator kept generation %d although this worker's subscription changed; "
-            "leaving and rejoining to force a rebalance",
+            "generation %d may not reflect what this worker runs (%s); leaving and rejoining "
+            "to force a rebalance",
             generation.generation,
+            "first join as a static member" if first_static_join else "subscription ignored",
         )
+        self._static_rejoin_forced = True
         await self._member.leave()
         return True
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
+
 log = logging.getLogger(__name__)
 
 RecordHandler = Callable[[bytes, bytes | None, int], None]
@@ -23,8 +25,15 @@ RecordHandler = Callable[[bytes, bytes | None, int], None]
 class KafkaLog:
     """Writes and tails one single-partition topic, applying records through `on_record`."""
 
-    def __init__(self, bootstrap_servers: str, topic: str, on_record: RecordHandler) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        on_record: RecordHandler,
+        security: KafkaClientSecurity = PLAINTEXT_CLIENT,
+    ) -> None:
         self._bootstrap = bootstrap_servers
+        self._security = security
         self._topic = topic
         self._partition = TopicPartition(topic, 0)
         self._on_record = on_record
@@ -45,12 +54,16 @@ class KafkaLog:
 
     async def start(self) -> None:
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=self._bootstrap, acks="all", enable_idempotence=False
+            bootstrap_servers=self._bootstrap,
+            acks="all",
+            enable_idempotence=False,
+            **self._security.aiokafka_options(),
         )
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
+            **self._security.aiokafka_options(),
         )
         await self._producer.start()
         await self._consumer.start()

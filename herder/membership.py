@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -17,13 +18,22 @@ from enum import Enum
 from typing import Any
 
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
-from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.conn import create_conn
+from aiokafka.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    KafkaConnectionError,
+    KafkaError,
+    SaslAuthenticationFailed,
+)
 from aiokafka.protocol.group import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+
+from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +51,7 @@ MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
 
 COORDINATOR_GONE = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+COORDINATOR_NOT_READY = (CoordinatorNotAvailableError, CoordinatorLoadInProgressError)
 
 
 class MembershipError(RuntimeError):
@@ -101,6 +112,7 @@ class GroupMember:
         rebalance_timeout_ms: int,
         instance_id: str | None = None,
         retry_backoff_s: float = 0.5,
+        security: KafkaClientSecurity = PLAINTEXT_CLIENT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._group_id = group_id
@@ -109,10 +121,13 @@ class GroupMember:
         self._rebalance_timeout_ms = rebalance_timeout_ms
         self._instance_id = instance_id
         self._retry_backoff_s = retry_backoff_s
+        self._bootstrap_servers = bootstrap_servers
+        self._security = security
         self._client = AIOKafkaClient(
             bootstrap_servers=bootstrap_servers,
             request_timeout_ms=rebalance_timeout_ms + 5000,
             client_id=f"sparkherd-{group_id}",
+            **security.aiokafka_options(),
         )
         self._coordinator: int | None = None
         self._clock = clock
@@ -148,6 +163,9 @@ class GroupMember:
             await self._client.bootstrap()
         except KafkaConnectionError as exc:
             await self._client.close()
+            refusal = await login_refusal(self._bootstrap_servers, self._security)
+            if refusal is not None:
+                raise MembershipError(refusal) from exc
             raise CoordinatorUnavailable(str(exc)) from exc
 
     async def close(self) -> None:
@@ -302,6 +320,25 @@ class GroupMember:
         self._on_error(code, "SyncGroup")
         return None
 
+    async def _find_coordinator(self) -> int:
+        """The group's coordinator node. A broker that answers "not available yet" or
+        "loading" is reachable and busy: Apache Kafka answers so while it creates or loads
+        `__consumer_offsets`, e.g. for the first group on a new cluster. That is retried
+        for up to `rebalance.timeout.ms`; only then, or on a connection fault, is the
+        coordinator unavailable."""
+        deadline = self._clock() + self._rebalance_timeout_ms / 1000
+        while True:
+            try:
+                node: int = await self._client.coordinator_lookup(
+                    CoordinationType.GROUP, self._group_id
+                )
+                return node
+            except COORDINATOR_NOT_READY as exc:
+                if self._clock() >= deadline:
+                    raise
+                log.info("group coordinator not ready (%s); retrying", exc)
+                await asyncio.sleep(self._retry_backoff_s)
+
     def _on_error(self, code: int, what: str) -> None:
         if code in COORDINATOR_GONE:
             self._coordinator = None
@@ -311,9 +348,7 @@ class GroupMember:
         """Send to the coordinator (found first); connection faults -> CoordinatorUnavailable."""
         try:
             if self._coordinator is None:
-                self._coordinator = await self._client.coordinator_lookup(
-                    CoordinationType.GROUP, self._group_id
-                )
+                self._coordinator = await self._find_coordinator()
             response = await self._client.send(
                 self._coordinator, request, group=ConnectionGroup.COORDINATION
             )
@@ -324,3 +359,35 @@ class GroupMember:
         self._last_response_at = self._clock()
         self._unreachable = False
         return response
+
+
+async def login_refusal(bootstrap_servers: str, security: KafkaClientSecurity) -> str | None:
+    """Why the brokers refused this worker's login, if they did. aiokafka's bootstrap only
+    logs the cause (a SASL failure, an untrusted certificate) and raises "unable to
+    bootstrap"; retrying cannot fix a refused login, so it is a configuration error."""
+    for entry in bootstrap_servers.split(","):
+        host, _, port = entry.strip().rpartition(":")
+        try:
+            connection = await create_conn(
+                host.strip("[]"),
+                int(port),
+                request_timeout_ms=10_000,
+                **security.aiokafka_options(),
+            )
+        except SaslAuthenticationFailed:
+            assert security.sasl is not None
+            return (
+                f"authentication failed: Kafka at {entry} refused {security.sasl.username!r} "
+                f"with {security.sasl.mechanism} (check sasl.jaas.config)"
+            )
+        except ssl.SSLCertVerificationError as exc:
+            return (
+                f"the TLS certificate of Kafka at {entry} is not trusted: {exc.verify_message} "
+                "(check ssl.truststore.location)"
+            )
+        except ssl.SSLError as exc:
+            return f"TLS with Kafka at {entry} failed: {exc.reason} (check security.protocol)"
+        except (OSError, KafkaError, ValueError):
+            continue
+        connection.close()
+    return None

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from herder.kafka_log import KafkaLog
 from protocol.messages import Allocation, ConnectorTaskId
+from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 from worker.task_state import TaskState
 
 CONNECTOR_STATUS_PREFIX = "status-connector-"
@@ -36,8 +37,10 @@ class Status:
 class StatusStore:
     """Replays the status topic into memory and writes this worker's statuses."""
 
-    def __init__(self, bootstrap_servers: str, topic: str) -> None:
-        self._log = KafkaLog(bootstrap_servers, topic, self._apply)
+    def __init__(
+        self, bootstrap_servers: str, topic: str, security: KafkaClientSecurity = PLAINTEXT_CLIENT
+    ) -> None:
+        self._log = KafkaLog(bootstrap_servers, topic, self._apply, security)
         self._connectors: dict[str, Status] = {}
         self._tasks: dict[ConnectorTaskId, Status] = {}
 

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
+
 log = logging.getLogger(__name__)
 
 TOPIC_ALREADY_EXISTS = 36
@@ -16,14 +18,18 @@ class TopicCreationError(RuntimeError):
     """The broker refused to create an internal topic for a reason other than it existing."""
 
 
-async def ensure_compacted_topics(bootstrap_servers: str, topics: Iterable[str]) -> str | None:
+async def ensure_compacted_topics(
+    bootstrap_servers: str,
+    topics: Iterable[str],
+    security: KafkaClientSecurity = PLAINTEXT_CLIENT,
+) -> str | None:
     """Create each topic with one partition and log compaction unless it already exists.
 
     One partition keeps a total order of configs and statuses, which is what lets every
     worker replay them to the same state; the volume of these topics is tiny. Returns the
     Kafka cluster id, which the same admin connection can tell and `GET /` shows.
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **security.aiokafka_options())
     await admin.start()
     try:
         wanted = [

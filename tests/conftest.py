@@ -1,4 +1,9 @@
-"""Shared fixtures: one real broker per test session for the integration tests."""
+"""Shared fixtures: real brokers, one of each kind per test session.
+
+`broker` is Apache Kafka (KRaft), what users run; `tansu_broker` is the embedded
+default, for the smoke set that keeps it proven: a module in that set defines
+`broker` as `each_broker`, which runs each of its tests on both.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,30 @@ from worker.embedded_broker import EmbeddedBroker
 
 
 @pytest.fixture(scope="session")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
-    with running_broker(tmp_path_factory.mktemp("broker")) as started:
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    with running_broker(tmp_path_factory.mktemp("kafka"), "kafka") as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def broker(kafka_broker: EmbeddedBroker) -> EmbeddedBroker:
+    """The broker of a test that does not say: Apache Kafka. A smoke-set module
+    overrides it with `each_broker`."""
+    return kafka_broker
+
+
+@pytest.fixture(scope="session")
+def tansu_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    with running_broker(tmp_path_factory.mktemp("tansu"), "tansu") as started:
+        yield started
+
+
+@pytest.fixture(params=["kafka", "tansu"])
+def each_broker(request: pytest.FixtureRequest) -> EmbeddedBroker:
+    """The smoke set: the test runs on Apache Kafka and again on Tansu."""
+    name = "kafka_broker" if request.param == "kafka" else "tansu_broker"
+    chosen: EmbeddedBroker = request.getfixturevalue(name)
+    return chosen
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from herder.membership import CoordinatorUnavailable, MembershipError
 from worker.config import ConfigError, WorkerConfig, load_worker_config
-from worker.embedded_broker import BrokerStartError, EmbeddedBroker
+from worker.embedded_broker import BrokerEngine, BrokerStartError, EmbeddedBroker, TansuEngine
+from worker.kafka_kraft import KafkaKRaftEngine
 from worker.log_setup import configure_logging
 from worker.service import ListenError, WorkerService, install_stop_signals
 
@@ -26,6 +27,7 @@ log = logging.getLogger("sparkherd")
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+ENGINES = ("tansu", "kafka")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,9 +57,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    broker = commands.add_parser("broker", help="run the embedded development broker")
+    broker = commands.add_parser("broker", help="run a single-node broker in the foreground")
+    broker.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="tansu",
+        help="tansu: embedded, memory-only (default); kafka: Apache Kafka in KRaft mode, "
+        "its jars from Maven Central on first use, its log kept under --data-dir",
+    )
     broker.add_argument("--host", default="127.0.0.1")
     broker.add_argument("--port", type=int, default=9092)
+    broker.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".sparkherd") / "kafka",
+        help="where --engine kafka keeps its log (default .sparkherd/kafka)",
+    )
     broker.set_defaults(run=_run_broker)
 
     worker = commands.add_parser("worker", help="run one worker")
@@ -67,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     up = commands.add_parser("up", help="run an embedded broker and one worker (quick start)")
     up.add_argument("--rest-port", type=int, default=8083)
     up.add_argument("--broker-port", type=int, default=9092)
+    up.add_argument(
+        "--broker",
+        choices=ENGINES,
+        default="tansu",
+        help="the broker engine (see `sparkherd broker --help`); with kafka, connectors "
+        "survive a restart",
+    )
     up.add_argument("--data-dir", type=Path, default=Path(".sparkherd"))
     _add_config_flags(up)
     up.set_defaults(run=_run_up)
@@ -88,14 +110,24 @@ def _run_broker(args: argparse.Namespace) -> int:
     stop_requested = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop_requested.set())
-    broker = EmbeddedBroker(host=args.host, port=args.port).start()
-    log.info("broker listening on %s; Ctrl-C to stop", broker.bootstrap_servers)
+    data_dir: Path = args.data_dir.resolve()
+    engine = broker_engine(args.engine, data_dir)
+    log_file = data_dir / "broker.log" if args.engine == "kafka" else None
+    broker = EmbeddedBroker(host=args.host, port=args.port, log_file=log_file, engine=engine)
+    broker.start()
+    log.info("%s broker listening on %s; Ctrl-C to stop", engine.name, broker.bootstrap_servers)
     while not stop_requested.wait(0.2):
         if broker.exited():
             return _fail(f"broker exited unexpectedly with code {broker.wait()}")
     broker.stop()
     log.info("broker stopped")
     return 0
+
+
+def broker_engine(name: str, data_dir: Path) -> BrokerEngine:
+    if name == "kafka":
+        return KafkaKRaftEngine(data_dir)
+    return TansuEngine()
 
 
 def _run_worker(args: argparse.Namespace) -> int:
@@ -113,7 +145,8 @@ def _run_up(args: argparse.Namespace) -> int:
         f"checkpoint.root={data_dir / 'checkpoints'}",
     ]
     config = load_worker_config(args.config, os.environ, [*defaults, *args.set])
-    with EmbeddedBroker(port=args.broker_port, log_file=data_dir / "broker.log"):
+    engine = broker_engine(args.broker, data_dir / "kafka")
+    with EmbeddedBroker(port=args.broker_port, log_file=data_dir / "broker.log", engine=engine):
         asyncio.run(_serve(config))
     return 0
 

@@ -30,6 +30,15 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from worker.config_providers import ConfigProviderError, ConfigProviders, is_provider_key
+from worker.kafka_security import (
+    ROLES,
+    ClientRole,
+    KafkaClientSecurity,
+    KafkaSecurityError,
+    client_security,
+    is_security_key,
+    security_settings,
+)
 from worker.properties import PropertiesSyntaxError, parse_properties
 
 __all__ = [
@@ -300,11 +309,19 @@ class WorkerConfig(BaseModel):
         description="a file path (one user:password or token per line)",
     )
     tasks_max_limit: _JavaInt = _int_field(1000, "tasks.max.limit", 1)
+    kafka_jvm_connector: Literal["maven", "none"] = Field(
+        "maven",
+        alias="kafka.jvm.connector",
+        description="'maven' (Spark's Kafka connector from Maven Central) or 'none'",
+    )
     spark_conf: dict[str, str] = Field(
         default_factory=lambda: {"spark.master": DEFAULT_SPARK_MASTER}
     )
     config_provider_settings: dict[str, str] = Field(default_factory=dict)
     """`config.providers` and every `config.providers.<alias>.*` key, as given."""
+    kafka_security_settings: dict[str, str] = Field(default_factory=dict)
+    """`security.protocol`, `sasl.*`, `ssl.*` and their `consumer.`/`producer.`/`admin.`
+    forms, as given (see `worker.kafka_security`)."""
 
     _given: dict[str, object] = PrivateAttr(default_factory=dict)
 
@@ -328,6 +345,11 @@ class WorkerConfig(BaseModel):
             )
         self._check_rest_auth()
         self._check_tls()
+        for role in (None, *ROLES):
+            try:
+                self.kafka_security(role)
+            except KafkaSecurityError as exc:
+                raise _invalid(str(exc), exc.key) from None
         try:
             ConfigProviders.from_worker_settings(self.config_provider_settings, {})
         except ConfigProviderError as exc:
@@ -448,6 +470,16 @@ class WorkerConfig(BaseModel):
     def bootstrap_list(self) -> list[str]:
         return self.bootstrap_servers.split(",")
 
+    def kafka_security(self, role: ClientRole | None = None) -> KafkaClientSecurity:
+        """How a Kafka client authenticates: the worker's own clients (no role), or a
+        connector's consumer, producer or admin client (the role's prefixed keys win)."""
+        where = (
+            f"{role}."
+            if role and any(key.startswith(f"{role}.") for key in self.kafka_security_settings)
+            else ""
+        )
+        return client_security(security_settings(self.kafka_security_settings, role), where)
+
     @property
     def ignored_keys(self) -> list[str]:
         """Kafka Connect keys that were given but have no effect here, for the caller to log."""
@@ -466,16 +498,24 @@ def _with_derived_defaults(data: Mapping[str, object]) -> dict[str, object]:
     values: dict[str, object] = {}
     spark_conf = {"spark.master": DEFAULT_SPARK_MASTER}
     provider_settings: dict[str, str] = {}
+    security: dict[str, str] = {}
     for key, raw in data.items():
         value = raw.strip() if isinstance(raw, str) else raw
         if key in _FIELDS_BY_KEY:
             values[key] = value
-        elif (key.startswith(_SPARK_PREFIX) and len(key) > len(_SPARK_PREFIX)) or (
-            is_provider_key(key)
+        elif (
+            (key.startswith(_SPARK_PREFIX) and len(key) > len(_SPARK_PREFIX))
+            or is_provider_key(key)
+            or is_security_key(key)
         ):
             if not isinstance(value, str):
                 raise _invalid(f"'{key}' must be a string (got {value!r})", key)
-            (provider_settings if is_provider_key(key) else spark_conf)[key] = value
+            if is_provider_key(key):
+                provider_settings[key] = value
+            elif is_security_key(key):
+                security[key] = value
+            else:
+                spark_conf[key] = value
         elif key not in CONNECT_COMPAT_IGNORED_KEYS:
             raise _invalid(f"unknown key '{key}'", key, _did_you_mean(key))
     if not spark_conf["spark.master"]:
@@ -493,6 +533,7 @@ def _with_derived_defaults(data: Mapping[str, object]) -> dict[str, object]:
     values.setdefault("rest.advertised.port", values.get("rest.port", DEFAULT_REST_PORT))
     values["spark_conf"] = spark_conf
     values["config_provider_settings"] = provider_settings
+    values["kafka_security_settings"] = security
     return values
 
 

@@ -4,6 +4,10 @@ every check a connector config passes before the leader stores it.
 A stored config keeps its `${provider:...}` placeholders: plugins only ever see the
 resolved values, and what they hand back for the config topic has the placeholders put
 back (Kafka Connect's reverse transform), so a secret never lands in a record.
+
+The worker's Kafka security settings (`consumer.*` for sink connectors, which consume,
+`producer.*` for source connectors) reach a plugin the same way: as `kafka.*` defaults
+in the resolved config that its own `kafka.*` settings override, never stored.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from worker.config_providers import ConfigProviderError, ConfigProviders, has_placeholder
+from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
+from worker.kafka_security import ClientRole, security_settings
 from worker.locations import Locations, location_problems
 from worker.plugins import (
     CONNECTOR_CLASS,
@@ -59,6 +65,7 @@ class RegistryPlugins:
         tasks_max_limit: int,
         spark: Callable[[], SparkSession],
         cwd: Path | None = None,
+        kafka_security: Mapping[str, str] | None = None,
     ) -> None:
         self._registry = registry
         self._providers = providers
@@ -66,6 +73,7 @@ class RegistryPlugins:
         self._tasks_max_limit = tasks_max_limit
         self._spark = spark
         self._cwd = cwd or Path.cwd()
+        self._kafka_security = dict(kafka_security or {})
 
     @property
     def registry(self) -> PluginRegistry:
@@ -88,9 +96,23 @@ class RegistryPlugins:
 
     def resolve(self, config: Mapping[str, str]) -> dict[str, str]:
         try:
-            return self._providers.resolve(config)
+            resolved = self._providers.resolve(config)
         except ConfigProviderError as exc:
             raise ValueError(str(exc)) from exc
+        return {**self._kafka_defaults(config), **resolved}
+
+    def _kafka_defaults(self, config: Mapping[str, str]) -> dict[str, str]:
+        """The worker's security settings for the plugin's Kafka clients, as `kafka.*`."""
+        if not self._kafka_security:
+            return {}
+        try:
+            role: ClientRole = "consumer" if self.connector_type(config) == "sink" else "producer"
+        except ValueError:
+            return {}
+        return {
+            f"{CONNECTOR_KAFKA_PREFIX}{key}": value
+            for key, value in security_settings(self._kafka_security, role).items()
+        }
 
     def problems(
         self, connector: type[Connector], config: Mapping[str, str]
@@ -99,7 +121,7 @@ class RegistryPlugins:
         placeholders, the framework's settings, the plugin's, then the plugin's Spark
         checks (only once the rest passed, and blocking: call it off the event loop)."""
         problems: list[ConfigProblem] = []
-        resolved = dict(config)
+        resolved = {**self._kafka_defaults(config), **config}
         for key, value in config.items():
             if has_placeholder(value):
                 try:
@@ -148,8 +170,9 @@ class RegistryPlugins:
         framework = parse_config(_FrameworkSettings, resolved)
         connector = self._registry.resolve(framework.connector_class)()
         tasks_max = framework.tasks_max
+        inherited = self._kafka_defaults(config)
         configs = [
-            _with_placeholders(task, config, resolved)
+            _stored_form(task, config, resolved, inherited)
             for task in connector.task_configs(resolved, tasks_max)[:tasks_max]
         ]
         size = sum(len(json.dumps({"properties": c}).encode("utf-8")) for c in configs)
@@ -230,14 +253,19 @@ def _masked(
     return masked
 
 
-def _with_placeholders(
-    task: Mapping[str, str], raw: Mapping[str, str], resolved: Mapping[str, str]
+def _stored_form(
+    task: Mapping[str, str],
+    raw: Mapping[str, str],
+    resolved: Mapping[str, str],
+    inherited: Mapping[str, str],
 ) -> dict[str, str]:
     """A task config as stored: a value the plugin copied from a setting that held a
-    placeholder gets the placeholder back."""
+    placeholder gets the placeholder back, and one it copied from the worker's defaults
+    is left out (each worker adds its own again when the task starts)."""
     return {
         key: raw[key]
         if key in raw and has_placeholder(raw[key]) and value == resolved.get(key)
         else value
         for key, value in task.items()
+        if key in raw or inherited.get(key) != value
     }

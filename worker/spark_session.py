@@ -12,12 +12,15 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
+
+from worker.maven_jars import JarResolutionError
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +64,18 @@ class SparkSessionProvider:
     settings given here.
     """
 
-    def __init__(self, conf: Mapping[str, str], app_name: str) -> None:
+    def __init__(
+        self,
+        conf: Mapping[str, str],
+        app_name: str,
+        extra_jars: Callable[[], list[Path]] | None = None,
+    ) -> None:
+        """`extra_jars` gives jars to add to `spark.jars` when the session starts (it may
+        download them); when it raises `JarResolutionError` the session starts without."""
         self._conf: Mapping[str, str] = MappingProxyType(
             bound_to_loopback_when_local({**DEFAULT_SPARK_CONF, **conf})
         )
+        self._extra_jars = extra_jars
         self._app_name = app_name
         self._lock = threading.Lock()
         self._session: SparkSession | None = None
@@ -85,10 +96,23 @@ class SparkSessionProvider:
                 # interpreter; the default, `python3` on PATH, may lack sparkherd's packages.
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
                 builder = SparkSession.builder.appName(self._app_name)
-                for key, value in self._conf.items():
+                for key, value in self._with_extra_jars().items():
                     builder = builder.config(key, value)
                 self._session = builder.getOrCreate()
             return self._session
+
+    def _with_extra_jars(self) -> dict[str, str]:
+        conf = dict(self._conf)
+        if self._extra_jars is None:
+            return conf
+        try:
+            jars = self._extra_jars()
+        except JarResolutionError as exc:
+            log.warning("Spark starts without the extra jars it was to have: %s", exc)
+            return conf
+        given = [conf["spark.jars"]] if conf.get("spark.jars") else []
+        conf["spark.jars"] = ",".join([*given, *(str(jar) for jar in jars)])
+        return conf
 
     def stop(self) -> None:
         """Stop the session; a JVM that is already gone (killed with the process group) is

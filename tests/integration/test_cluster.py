@@ -40,9 +40,10 @@ def assert_balanced(views: list[TaskView], workers: int) -> None:
     assert spread_per_connector(views, workers) <= 1, views
 
 
-def test_cooperative_cluster_follows_kip_415(broker: EmbeddedBroker, tmp_path: Path) -> None:
+def test_cooperative_cluster_follows_kip_415(each_broker: EmbeddedBroker, tmp_path: Path) -> None:
+    """In the Tansu smoke set: runs on Apache Kafka and on Tansu."""
     cluster = Cluster(
-        broker.bootstrap_servers,
+        each_broker.bootstrap_servers,
         tmp_path,
         size=3,
         settings=[f"scheduled.rebalance.max.delay.ms={DELAY_S * 1000}"],

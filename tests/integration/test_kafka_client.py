@@ -12,6 +12,12 @@ from worker.kafka.client import BlockingKafka, KafkaUnavailableError, Outgoing
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def broker(each_broker: EmbeddedBroker) -> EmbeddedBroker:
+    """In the Tansu smoke set: every test here runs on Apache Kafka and on Tansu."""
+    return each_broker
+
+
 def test_end_offsets_count_every_record_of_multi_record_batches(broker: EmbeddedBroker) -> None:
     """Tansu's ListOffsets(latest) stops at the newest batch's base offset + 1; a batch of
     many records is what exposes it."""
@@ -40,9 +46,11 @@ def test_fetch_returns_exactly_the_range_with_headers(broker: EmbeddedBroker) ->
         assert fetched[5].headers == (("n", b"125"),)
 
 
-def test_a_missing_topic_is_named(broker: EmbeddedBroker) -> None:
-    with (
-        BlockingKafka(broker.bootstrap_servers, "test") as kafka,
-        pytest.raises(KafkaUnavailableError, match="'nowhere' does not exist"),
-    ):
-        kafka.partitions("nowhere")
+def test_a_topic_lists_its_partitions_and_a_missing_one_is_named(broker: EmbeddedBroker) -> None:
+    """Apache Kafka answers a metadata request for no topics with none (Tansu with all):
+    a client that has not asked for the topic by name must still find it."""
+    topic = new_topic(broker.bootstrap_servers, "listed", 3)
+    with BlockingKafka(broker.bootstrap_servers, "test") as kafka:
+        assert kafka.partitions(topic) == [0, 1, 2]
+        with pytest.raises(KafkaUnavailableError, match="'nowhere' does not exist"):
+            kafka.partitions("nowhere")

@@ -57,6 +57,8 @@ def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
                 "topics": topic,
                 "output.path": str(output),
                 "trigger.interval.ms": "500",
+                # Spark's JVM source, which the worker fetched from Maven Central itself.
+                "kafka.client": "jvm",
             },
         )
         cluster.wait_converged(PARTITIONS)
@@ -98,6 +100,7 @@ def test_transform_sql_shapes_each_batch_written_as_csv(
             "topics": topic,
             "output.path": str(output),
             "output.format": "csv",
+            "kafka.client": "python",
             "transform.sql": "SELECT upper(CAST(value AS STRING)) AS shout, offset "
             "FROM source WHERE offset % 2 = 0",
         }

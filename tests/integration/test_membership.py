@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
@@ -14,10 +15,16 @@ from herder.membership import (
     JoinedMembers,
 )
 from protocol import PROTOCOL_NAME
-from tests.support.processes import free_port
+from tests.support.processes import free_port, running_broker
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def broker(each_broker: EmbeddedBroker) -> EmbeddedBroker:
+    """In the Tansu smoke set: every test here runs on Apache Kafka and on Tansu."""
+    return each_broker
 
 
 def member(broker: EmbeddedBroker, group: str) -> GroupMember:
@@ -103,3 +110,19 @@ async def test_unreachable_broker_raises_coordinator_unavailable() -> None:
     )
     with pytest.raises(CoordinatorUnavailable):
         await lonely.start()
+
+
+async def test_the_first_group_on_a_new_kafka_cluster_waits_for_its_coordinator(
+    tmp_path: Path,
+) -> None:
+    """A new Apache Kafka cluster answers FindCoordinator with COORDINATOR_NOT_AVAILABLE
+    while it creates `__consumer_offsets`; that is a busy broker, not an absent one."""
+    with running_broker(tmp_path, "kafka") as fresh:
+        lonely = member(fresh, "first-group")
+        await lonely.start()
+        try:
+            joined = await lonely.join(b"only", echo_leader)
+            assert joined.is_leader
+            assert joined.assignment == b"only"
+        finally:
+            await lonely.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,8 +16,9 @@ import httpx
 import pytest
 
 from tests.support.file_sink import committed_column
-from tests.support.processes import WorkerProcess, free_port, wait_until
-from worker.embedded_broker import EmbeddedBroker, port_is_open
+from tests.support.processes import WorkerProcess, free_port, running_broker, wait_until
+from worker.embedded_broker import BrokerStartError, EmbeddedBroker, port_is_open
+from worker.kafka_kraft import ListenerSecurity
 
 pytestmark = pytest.mark.integration
 
@@ -228,35 +230,38 @@ def test_invalid_config_fails_with_one_clear_line() -> None:
     assert "rest.port" in result.stderr.strip().splitlines()[-1]
 
 
-def test_up_runs_broker_and_worker_in_one_command(tmp_path: Path, logs_dir: Path) -> None:
+@contextlib.contextmanager
+def sparkherd_up(
+    data_dir: Path, log: Path, *flags: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`sparkherd up` on free ports, ready; its REST URL and process. Killed on the way out."""
     rest_port, broker_port = free_port(), free_port()
     url = f"http://127.0.0.1:{rest_port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
-    with open(logs_dir / "up.log", "wb") as log:
+    command = [sys.executable, "-m", "worker.cli", "up", "--rest-port", str(rest_port)]
+    command += ["--broker-port", str(broker_port), "--data-dir", str(data_dir), *flags]
+    with open(log, "ab") as out:
         up = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "worker.cli",
-                "up",
-                "--rest-port",
-                str(rest_port),
-                "--broker-port",
-                str(broker_port),
-                "--data-dir",
-                str(tmp_path / "data"),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
     try:
         wait_until(
             lambda: httpx.get(f"{url}/health", timeout=2).status_code == 200,
-            90,
+            180,
             what="REST of `sparkherd up`",
         )
+        yield url, up
+        os.killpg(up.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        assert up.wait(60) == 0
+    finally:
+        if up.poll() is None:
+            os.killpg(up.pid, signal.SIGKILL)
+            up.wait()
+    assert not port_is_open("127.0.0.1", broker_port), "`up` left its broker running"
+
+
+def test_up_runs_broker_and_worker_in_one_command(tmp_path: Path, logs_dir: Path) -> None:
+    with sparkherd_up(tmp_path / "data", logs_dir / "up.log") as (url, _):
         response = httpx.post(
             f"{url}/connectors",
             json={"name": "demo", "config": generator(tmp_path / "out", tasks=1)},
@@ -264,14 +269,31 @@ def test_up_runs_broker_and_worker_in_one_command(tmp_path: Path, logs_dir: Path
         )
         assert response.status_code == 201, response.text
         wait_until(lambda: all_running(url, "demo", 1), 120, what="demo task RUNNING")
-        os.killpg(up.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-        assert up.wait(60) == 0
-    finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
-            up.wait()
     assert (tmp_path / "data" / "checkpoints" / "demo" / "task-0" / "offsets").is_dir()
-    assert not port_is_open("127.0.0.1", broker_port), "`up` left its broker running"
+
+
+def test_up_on_apache_kafka_keeps_connectors_across_a_restart(
+    tmp_path: Path, logs_dir: Path
+) -> None:
+    """Tansu forgets everything when it stops; Apache Kafka keeps the config topic on
+    disk, so the second `up` runs the connector the first one was given, where it was."""
+    data, output = tmp_path / "data", tmp_path / "out"
+    with sparkherd_up(data, logs_dir / "up.log", "--broker", "kafka") as (url, _):
+        response = httpx.post(
+            f"{url}/connectors",
+            json={"name": "kept", "config": generator(output, tasks=1, rate=50)},
+            timeout=30,
+        )
+        assert response.status_code == 201, response.text
+        wait_until(lambda: all_running(url, "kept", 1), 120, what="task RUNNING")
+        wait_until(lambda: len(read_seqs(output / "task-0")) > 0, 60, what="first rows")
+    rows_before = len(read_seqs(output / "task-0"))
+    assert (data / "kafka" / "kraft-log" / "meta.properties").is_file()
+    with sparkherd_up(data, logs_dir / "up.log", "--broker", "kafka") as (url, _):
+        assert httpx.get(f"{url}/connectors", timeout=5).json() == ["kept"]
+        wait_until(lambda: all_running(url, "kept", 1), 120, what="task RUNNING again")
+        wait_until(lambda: len(read_seqs(output / "task-0")) > rows_before, 60, what="more rows")
+    assert_exactly_once(read_seqs(output / "task-0"))
 
 
 def test_broker_command_runs_in_foreground_and_stops_on_sigterm() -> None:
@@ -293,20 +315,32 @@ def test_broker_command_runs_in_foreground_and_stops_on_sigterm() -> None:
             broker.wait()
 
 
-def test_a_killed_broker_command_leaves_no_broker_behind() -> None:
+@pytest.mark.parametrize("engine", ["tansu", "kafka"])
+def test_a_killed_broker_command_leaves_no_broker_behind(engine: str, tmp_path: Path) -> None:
     port = free_port()
+    command = [sys.executable, "-m", "worker.cli", "broker", "--engine", engine]
+    command += ["--port", str(port), "--data-dir", str(tmp_path / "kafka")]
     broker = subprocess.Popen(
-        [sys.executable, "-m", "worker.cli", "broker", "--port", str(port)],
+        command,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
-        wait_until(lambda: port_is_open("127.0.0.1", port), 30, what="broker port")
+        wait_until(lambda: port_is_open("127.0.0.1", port), 120, what="broker port")
         broker.send_signal(signal.SIGKILL)
         broker.wait(10)
-        wait_until(lambda: not port_is_open("127.0.0.1", port), 10, what="the broker to stop")
+        wait_until(lambda: not port_is_open("127.0.0.1", port), 20, what="the broker to stop")
     finally:
         if broker.poll() is None:
             os.killpg(broker.pid, signal.SIGKILL)
             broker.wait()
+
+
+def test_a_kafka_broker_that_cannot_start_says_so_and_where_its_log_is(tmp_path: Path) -> None:
+    """An SSL listener without a key store: Kafka exits at start-up."""
+    with (
+        pytest.raises(BrokerStartError, match=r"exited with code \d+ before listening; its log"),
+        running_broker(tmp_path, "kafka", ListenerSecurity("SSL")),
+    ):
+        pass

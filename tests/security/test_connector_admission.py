@@ -94,3 +94,36 @@ def test_an_unknown_class_is_a_users_error(secrets: Path, tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="no installed plugin") as caught:
         plugins(secrets, tmp_path).admit(generator("out", **{"connector.class": "this.Zen"}), {})
     assert not isinstance(caught.value, UnknownPluginError)
+
+
+def test_the_workers_kafka_login_reaches_plugins_but_never_the_config_topic(
+    tmp_path: Path,
+) -> None:
+    module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+    jaas = f'{module} required username="w" password="s";'
+    worker_security = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "producer.sasl.jaas.config": jaas,
+        "consumer.sasl.jaas.config": "not for a source connector",
+    }
+    plugins = RegistryPlugins(
+        default_registry(),
+        providers=ConfigProviders.from_worker_settings({}, {}),
+        checkpoint_root=tmp_path / "checkpoints",
+        tasks_max_limit=1000,
+        spark=no_spark,
+        cwd=tmp_path,
+        kafka_security=worker_security,
+    )
+    config = generator(
+        str(tmp_path / "out"), **{"tasks.max": "2", "kafka.sasl.mechanism": "SCRAM-SHA-256"}
+    )
+    resolved = plugins.resolve(config)
+    assert resolved["kafka.security.protocol"] == "SASL_SSL"
+    assert resolved["kafka.sasl.jaas.config"] == jaas, "a source connector inherits producer.*"
+    assert resolved["kafka.sasl.mechanism"] == "SCRAM-SHA-256", "its own setting wins"
+    for stored in plugins.task_configs(config):
+        assert "kafka.security.protocol" not in stored
+        assert "kafka.sasl.jaas.config" not in stored
+        assert stored["kafka.sasl.mechanism"] == "SCRAM-SHA-256"

@@ -10,11 +10,19 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from tests.support.processes import free_port
 from worker.kafka.client import BlockingKafka, Outgoing, Record
+from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 
-def create_topic(bootstrap_servers: str, name: str, partitions: int) -> None:
+def create_topic(
+    bootstrap_servers: str,
+    name: str,
+    partitions: int,
+    security: KafkaClientSecurity = PLAINTEXT_CLIENT,
+) -> None:
     async def create() -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=bootstrap_servers, **security.aiokafka_options()
+        )
         await admin.start()
         try:
             await admin.create_topics([NewTopic(name, partitions, 1)])

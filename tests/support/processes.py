@@ -17,11 +17,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
-from worker.embedded_broker import EmbeddedBroker
+from worker.embedded_broker import BrokerEngine, EmbeddedBroker, TansuEngine
+from worker.kafka_kraft import KafkaKRaftEngine, ListenerSecurity
 
 
 def free_port() -> int:
@@ -30,9 +31,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+BrokerName = Literal["kafka", "tansu"]
+
+
 @contextlib.contextmanager
-def running_broker(log_dir: Path) -> Iterator[EmbeddedBroker]:
-    broker = EmbeddedBroker(port=free_port(), log_file=log_dir / "broker.log").start()
+def running_broker(
+    log_dir: Path, engine: BrokerName = "kafka", security: ListenerSecurity | None = None
+) -> Iterator[EmbeddedBroker]:
+    """A broker on a free loopback port, stopped on the way out. Apache Kafka unless the
+    test is one of the smoke set that keeps the embedded default (Tansu) proven."""
+    chosen: BrokerEngine = (
+        KafkaKRaftEngine(log_dir / "kafka", security or ListenerSecurity())
+        if engine == "kafka"
+        else TansuEngine()
+    )
+    broker = EmbeddedBroker(
+        port=free_port(), log_file=log_dir / f"{engine}-broker.log", engine=chosen
+    ).start()
     try:
         yield broker
     finally:

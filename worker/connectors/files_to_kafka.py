@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from worker.kafka.client import BlockingKafka
+from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.spark_io import publish_once
 from worker.plugins import (
     JAVA_INT_MAX,
@@ -46,9 +46,7 @@ UNSPLIT_FILES: Final = str(1 << 40)
 task, so its rows come in file order (what the sink numbers them by)."""
 
 
-class FilesToKafkaSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class FilesToKafkaSettings(KafkaConnectionSettings):
     input_path: NonEmptyStr = Field(alias="input.path")
     input_format: Literal["json", "csv", "parquet"] = Field(default="json", alias="input.format")
     input_schema: NonEmptyStr | None = Field(
@@ -58,7 +56,6 @@ class FilesToKafkaSettings(BaseModel):
         "files there when the task starts",
     )
     csv_header: bool = Field(default=True, alias="csv.header")
-    bootstrap_servers: NonEmptyStr = Field(alias="kafka.bootstrap.servers")
     topic: NonEmptyStr = Field(alias="topic")
     key_field: NonEmptyStr | None = Field(
         default=None, alias="key.field", description="The column whose value keys each record"
@@ -103,7 +100,7 @@ def check_ends(settings: FilesToKafkaSettings) -> None:
     missing (a mistyped path or topic)."""
     if "://" not in settings.input_path and not Path(settings.input_path).is_dir():
         raise FileNotFoundError(f"input.path {settings.input_path!r} is not a directory")
-    with BlockingKafka(settings.bootstrap_servers, "sparkherd-files-to-kafka") as kafka:
+    with settings.connection.open("sparkherd-files-to-kafka") as kafka:
         kafka.partitions(settings.topic)
 
 
@@ -171,7 +168,7 @@ class FilesToKafkaTask(Task):
         return publish_once(
             records(rows, settings, index, count),
             context,
-            settings.bootstrap_servers,
+            settings.connection,
             settings.topic,
             settings.trigger_interval_ms,
         )

@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, Literal
 
 from aiokafka import TopicPartition
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from worker.checkpoint_offsets import committed_offsets
 from worker.connectors.file_sink import start_file_sink
-from worker.kafka.client import BlockingKafka
+from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
 from worker.plugins import (
@@ -51,10 +51,7 @@ DEFAULT_TRANSFORM: Final = (
 )
 
 
-class KafkaToFilesSettings(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    bootstrap_servers: NonEmptyStr = Field(alias="kafka.bootstrap.servers")
+class KafkaToFilesSettings(KafkaConnectionSettings):
     topics: tuple[str, ...] = Field(alias="topics")
     output_path: NonEmptyStr = Field(alias="output.path")
     output_format: Literal["parquet", "json", "csv"] = Field(
@@ -135,7 +132,7 @@ class KafkaToFilesTask(Task):
         session = spark.newSession()
         records = read_kafka(
             session,
-            settings.bootstrap_servers,
+            settings.connection,
             assigned,
             settings.starting_offsets,
             settings.kafka_client,
@@ -170,7 +167,7 @@ class KafkaToFilesConnector(Connector):
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         settings = parse_config(KafkaToFilesSettings, config)
-        with BlockingKafka(settings.bootstrap_servers, "sparkherd-kafka-to-files") as kafka:
+        with settings.connection.open("sparkherd-kafka-to-files") as kafka:
             partitions = {topic: kafka.partitions(topic) for topic in settings.topics}
         return [
             {**config, ASSIGN_KEY: format_assignment(assigned)}

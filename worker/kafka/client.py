@@ -24,6 +24,8 @@ from typing import Any, Final, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
+
 T = TypeVar("T")
 
 FETCH_MAX_RECORDS: Final = 50_000
@@ -61,9 +63,15 @@ class BlockingKafka:
     Not thread-safe; use one per thread or process, and `close()` it (or use `with`).
     """
 
-    def __init__(self, bootstrap_servers: str, client_id: str) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_id: str,
+        security: KafkaClientSecurity = PLAINTEXT_CLIENT,
+    ) -> None:
         self._bootstrap_servers = bootstrap_servers
         self._client_id = client_id
+        self._security = security
         self._loop = asyncio.new_event_loop()
         self._producer: AIOKafkaProducer | None = None
         self._consumer = self._run(self._start_consumer())
@@ -79,6 +87,7 @@ class BlockingKafka:
             max_partition_fetch_bytes=8 << 20,
             fetch_max_bytes=64 << 20,
             request_timeout_ms=REQUEST_TIMEOUT_MS,
+            **self._security.aiokafka_options(),
         )
         await consumer.start()
         return consumer
@@ -105,8 +114,11 @@ class BlockingKafka:
         return self._run(self._partitions(topic))
 
     async def _partitions(self, topic: str) -> list[int]:
-        topics = await self._consumer.topics()
-        found = self._consumer.partitions_for_topic(topic) if topic in topics else None
+        # The metadata of every topic, fetched now: the consumer's own metadata tracks only
+        # the topics it was told about (Apache Kafka answers a request for no topics with
+        # none; Tansu with all of them), and aiokafka exposes the fresh one only this way.
+        cluster = await self._consumer._client.fetch_all_metadata()
+        found = cluster.partitions_for_topic(topic)
         if not found:
             raise KafkaUnavailableError(
                 f"Kafka topic {topic!r} does not exist on {self._bootstrap_servers}"
@@ -170,6 +182,7 @@ class BlockingKafka:
                 linger_ms=5,
                 max_batch_size=1 << 20,
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
+                **self._security.aiokafka_options(),
             )
             await self._producer.start()
         producer = self._producer

@@ -22,9 +22,10 @@ lost the task stops publishing before its next chunk. What it had in flight can 
 land after the new owner looked: that window, one chunk wide, is the only way to a
 duplicate, and closing it would take Kafka transactions.
 
-Options: `bootstrap.servers`, `topic`, `sink.id` (names this sink in the headers; unique
-per task), `progress.dir`, and optionally `claim` (`Claim.encode()`). Input columns:
-`origin` (string), `key` and `value` (string or binary, key may be null).
+Options: `bootstrap.servers` (and the security keys of `KafkaConnection`), `topic`,
+`sink.id` (names this sink in the headers; unique per task), `progress.dir`, and
+optionally `claim` (`Claim.encode()`). Input columns: `origin` (string), `key` and
+`value` (string or binary, key may be null).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from aiokafka import TopicPartition
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
 from worker.kafka.client import BlockingKafka, Outgoing
+from worker.kafka.connection import KafkaConnection
 from worker.task_claims import Claim
 
 BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
@@ -197,7 +199,7 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
     """Runs in Spark's Python workers (`write`) and on the driver (`commit`)."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
-        self._bootstrap_servers = options["bootstrap.servers"]
+        self._connection = KafkaConnection.from_options(options)
         self._topic = options["topic"]
         self._sink_id = options["sink.id"]
         self._intents = IntentLog(Path(options["progress.dir"]))
@@ -215,7 +217,7 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
             OutRow(str(row["origin"]), _as_bytes(row["key"]), _as_bytes(row["value"]))  # type: ignore[index]
             for row in iterator
         )
-        with BlockingKafka(self._bootstrap_servers, f"sparkherd-{self._sink_id}") as kafka:
+        with self._connection.open(f"sparkherd-{self._sink_id}") as kafka:
             return publish_batch(
                 kafka,
                 self._topic,

@@ -6,9 +6,9 @@ shape, and each is the true end of what a batch read. Spark writes a batch's off
 the checkpoint before the batch runs and re-reads exactly that range if the batch has to
 run again, so a file sink downstream gets every record once.
 
-Options: `bootstrap.servers`; `assign`, the partitions to read as `topic:p,topic:q`;
-`starting.offsets`, `earliest` (default) or `latest`, used only for a partition that the
-checkpoint does not know yet.
+Options: `bootstrap.servers` and the security keys of `KafkaConnection`; `assign`, the
+partitions to read as `topic:p,topic:q`; `starting.offsets`, `earliest` (default) or
+`latest`, used only for a partition that the checkpoint does not know yet.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from aiokafka import TopicPartition
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from worker.kafka.client import BlockingKafka
+from worker.kafka.connection import KafkaConnection
 
 SCHEMA: Final = (
     "key BINARY, value BINARY, topic STRING, partition INT, offset LONG, "
@@ -60,7 +61,7 @@ def _position(offsets: Offsets, tp: TopicPartition) -> int | None:
 class KafkaRange(InputPartition):  # type: ignore[misc]
     """One batch's records of one Kafka partition: offsets [start, end)."""
 
-    bootstrap_servers: str
+    connection: KafkaConnection
     topic: str
     partition: int
     start: int
@@ -72,7 +73,7 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
     partition's range in an executor with a client of its own."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
-        self._bootstrap_servers = options["bootstrap.servers"]
+        self._connection = KafkaConnection.from_options(options)
         self._assigned = parse_assignment(options["assign"])
         starting = options.get("starting.offsets", "earliest")
         if starting not in ("earliest", "latest"):
@@ -82,7 +83,7 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
     def _client(self) -> BlockingKafka:
         if self._kafka is None:
-            self._kafka = BlockingKafka(self._bootstrap_servers, "sparkherd-kafka-source")
+            self._kafka = self._connection.open("sparkherd-kafka-source")
         return self._kafka
 
     def initialOffset(self) -> Offsets:
@@ -108,14 +109,12 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
             last = _position(end, tp)
             first = starting[tp] if first is None else first
             if last is not None and last > first:
-                ranges.append(
-                    KafkaRange(self._bootstrap_servers, tp.topic, tp.partition, first, last)
-                )
+                ranges.append(KafkaRange(self._connection, tp.topic, tp.partition, first, last))
         return ranges
 
     def read(self, partition: KafkaRange) -> Iterator[tuple[object, ...]]:
         tp = TopicPartition(partition.topic, partition.partition)
-        with BlockingKafka(partition.bootstrap_servers, "sparkherd-kafka-source") as kafka:
+        with partition.connection.open("sparkherd-kafka-source") as kafka:
             for chunk in kafka.fetch(tp, partition.start, partition.end):
                 for r in chunk:
                     yield (

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from aiokafka import TopicPartition
 from pyspark.errors import AnalysisException
 
+from worker.kafka.connection import KafkaConnection
 from worker.kafka.data_source import FORMAT, KafkaDataSource
 from worker.kafka.source import format_assignment
 from worker.plugins import TaskContext
@@ -49,7 +50,7 @@ class JvmKafkaMissingError(RuntimeError):
 
 def read_kafka(
     spark: SparkSession,
-    bootstrap_servers: str,
+    connection: KafkaConnection,
     partitions: Sequence[TopicPartition],
     starting_offsets: Literal["earliest", "latest"],
     client: KafkaClientChoice,
@@ -57,7 +58,7 @@ def read_kafka(
     """A streaming DataFrame of the given partitions, with Spark's Kafka schema."""
     if client != "python":
         try:
-            return _read_jvm(spark, bootstrap_servers, partitions, starting_offsets)
+            return _read_jvm(spark, connection, partitions, starting_offsets)
         except AnalysisException as exc:
             if exc.getCondition() not in MISSING_SOURCE:
                 raise
@@ -66,7 +67,7 @@ def read_kafka(
     register(spark)
     return (
         spark.readStream.format(FORMAT)
-        .option("bootstrap.servers", bootstrap_servers)
+        .options(**connection.source_options())
         .option("assign", format_assignment(partitions))
         .option("starting.offsets", starting_offsets)
         .load()
@@ -75,7 +76,7 @@ def read_kafka(
 
 def _read_jvm(
     spark: SparkSession,
-    bootstrap_servers: str,
+    connection: KafkaConnection,
     partitions: Sequence[TopicPartition],
     starting_offsets: str,
 ) -> DataFrame:
@@ -84,7 +85,7 @@ def _read_jvm(
         assign.setdefault(tp.topic, []).append(tp.partition)
     return (
         spark.readStream.format(JVM_FORMAT)
-        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .options(**connection.jvm_options())
         .option("assign", json.dumps(assign))
         .option("startingOffsets", starting_offsets)
         .option("failOnDataLoss", "true")
@@ -118,14 +119,18 @@ def _started_in_own_session(writer: DataStreamWriter, session: SparkSession) -> 
 
 
 def publish_once(
-    rows: DataFrame, context: TaskContext, bootstrap_servers: str, topic: str, interval_ms: int
+    rows: DataFrame,
+    context: TaskContext,
+    connection: KafkaConnection,
+    topic: str,
+    interval_ms: int,
 ) -> StreamingQuery:
     """Send `rows` (columns origin, key, value) to `topic`, each row once, every
     `interval_ms`; the dedup intents live in the task's checkpoint."""
     register(rows.sparkSession)
     writer = (
         rows.writeStream.format(FORMAT)
-        .option("bootstrap.servers", bootstrap_servers)
+        .options(**connection.source_options())
         .option("topic", topic)
         .option("sink.id", context.query_name)
         .option("progress.dir", str(context.checkpoint_dir / INTENTS_DIR))
