@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.file_sink import committed_column
+from tests.support.file_sink import committed_column, committed_files
+from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.processes import WorkerProcess, free_port, running_broker, wait_until
 from worker.embedded_broker import BrokerStartError, EmbeddedBroker, port_is_open
 from worker.kafka_kraft import ListenerSecurity
@@ -231,10 +232,9 @@ def test_invalid_config_fails_with_one_clear_line() -> None:
 
 
 @contextlib.contextmanager
-def sparkherd_up(
-    data_dir: Path, log: Path, *flags: str
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`sparkherd up` on free ports, ready; its REST URL and process. Killed on the way out."""
+def sparkherd_up(data_dir: Path, log: Path, *flags: str) -> Iterator[tuple[str, str]]:
+    """`sparkherd up` on free ports, ready; its REST URL and its broker's address. Killed
+    on the way out."""
     rest_port, broker_port = free_port(), free_port()
     url = f"http://127.0.0.1:{rest_port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
@@ -250,7 +250,7 @@ def sparkherd_up(
             180,
             what="REST of `sparkherd up`",
         )
-        yield url, up
+        yield url, f"127.0.0.1:{broker_port}"
         os.killpg(up.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         assert up.wait(60) == 0
     finally:
@@ -261,15 +261,38 @@ def sparkherd_up(
 
 
 def test_up_runs_broker_and_worker_in_one_command(tmp_path: Path, logs_dir: Path) -> None:
-    with sparkherd_up(tmp_path / "data", logs_dir / "up.log") as (url, _):
+    """Also reads a topic of multi-record batches to its end: Tansu answers
+    ListOffsets(latest) short of it, so `up` keeps Spark's JVM source off on Tansu."""
+    with sparkherd_up(tmp_path / "data", logs_dir / "up.log") as (url, bootstrap):
         response = httpx.post(
             f"{url}/connectors",
             json={"name": "demo", "config": generator(tmp_path / "out", tasks=1)},
             timeout=30,
         )
         assert response.status_code == 201, response.text
+        topic = new_topic(bootstrap, "batches", 1)
+        for batch in range(3):
+            produce(bootstrap, topic, keyed(range(batch * 50, batch * 50 + 50)))
+        read = {
+            "connector.class": "kafka-to-files",
+            "kafka.bootstrap.servers": bootstrap,
+            "topics": topic,
+            "output.path": str(tmp_path / "read"),
+            "output.format": "json",
+        }
+        response = httpx.put(f"{url}/connectors/read/config", json=read, timeout=30)
+        assert response.status_code == 201, response.text
         wait_until(lambda: all_running(url, "demo", 1), 120, what="demo task RUNNING")
+        wait_until(
+            lambda: len(json_lines(tmp_path / "read" / "task-0")) == 150,
+            120,
+            what="every record of the topic",
+        )
     assert (tmp_path / "data" / "checkpoints" / "demo" / "task-0" / "offsets").is_dir()
+
+
+def json_lines(task_dir: Path) -> list[str]:
+    return [line for path in committed_files(task_dir) for line in path.read_text().splitlines()]
 
 
 def test_up_on_apache_kafka_keeps_connectors_across_a_restart(
