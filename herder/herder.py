@@ -571,6 +571,7 @@ class DistributedHerder:
                 log.warning("fencing myself: stopping %d tasks", len(self.owned.tasks))
                 self._fenced = True
                 await self._stop_work(self.owned)
+                log.warning("fenced myself: my tasks are stopped until I have rejoined")
                 self._rejoin.set()
 
     async def _scheduled_rebalance(self) -> None:

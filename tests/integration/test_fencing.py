@@ -54,6 +54,8 @@ def test_worker_without_coordinator_stops_its_tasks_before_the_session_expires(
             wait_until(lambda: "fencing myself" in worker.log_text(), 30, what="fencing")
             fenced_after_s = time.monotonic() - cut_off_at
             assert fenced_after_s < SESSION_TIMEOUT_S, fenced_after_s
+            # A stop lets the batch in flight commit: the count is settled once it returned.
+            wait_until(lambda: "fenced myself" in worker.log_text(), 60, what="the stop")
 
             settled = len(committed_files(output / "task-0"))
             time.sleep(3)
