@@ -1,21 +1,25 @@
 """`files-to-kafka` on real workers, a real broker and real Spark: every line of 100
-files lands in the topic once, while a worker is killed mid-way and comes back."""
+files lands in the topic once, while a worker is killed mid-way and comes back, and
+while a worker frozen in the middle of a transaction loses its task and wakes up."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from aiokafka import TopicPartition
 
 from tests.support.cluster import Cluster
 from tests.support.kafka_topics import new_topic, read_topic
 from tests.support.processes import ready_worker, wait_until
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
+from worker.kafka.client import BlockingKafka
 from worker.kafka.sink import ORIGIN_HEADER
 
 pytestmark = pytest.mark.integration
@@ -31,14 +35,29 @@ def drop_file(directory: Path, name: str, text: str) -> None:
     os.replace(draft, directory / name)
 
 
-def drop_json_files(directory: Path, numbers: range) -> None:
+def drop_json_files(directory: Path, numbers: range, lines: int = LINES) -> None:
     for n in numbers:
-        lines = (json.dumps({"id": n * LINES + i, "file": n}) for i in range(LINES))
-        drop_file(directory, f"events-{n:03d}.json", "\n".join(lines) + "\n")
+        rows = (json.dumps({"id": n * lines + i, "file": n}) for i in range(lines))
+        drop_file(directory, f"events-{n:03d}.json", "\n".join(rows) + "\n")
 
 
 def published_ids(bootstrap_servers: str, topic: str) -> Counter[int]:
-    return Counter(json.loads(r.value or b"")["id"] for r in read_topic(bootstrap_servers, topic))
+    """What a `read_committed` consumer sees: a transaction a worker left open or that
+    was aborted is not there."""
+    return Counter(
+        json.loads(r.value or b"")["id"]
+        for r in read_topic(bootstrap_servers, topic, "read_committed")
+    )
+
+
+def transaction_open(bootstrap_servers: str, topic: str) -> bool:
+    """Whether records were sent to the topic that are not settled yet."""
+    with (
+        BlockingKafka(bootstrap_servers, "test-probe") as everything,
+        BlockingKafka(bootstrap_servers, "test-probe", isolation_level="read_committed") as settled,
+    ):
+        partitions = [TopicPartition(topic, p) for p in everything.partitions(topic)]
+        return settled.end_offsets(partitions) != everything.end_offsets(partitions)
 
 
 def test_every_line_of_every_file_is_published_once_while_a_worker_is_killed(
@@ -88,7 +107,7 @@ def test_every_line_of_every_file_is_published_once_while_a_worker_is_killed(
             what="every line",
         )
 
-    records = read_topic(broker.bootstrap_servers, topic)
+    records = read_topic(broker.bootstrap_servers, topic, "read_committed")
     ids = published_ids(broker.bootstrap_servers, topic)
     assert len(records) == FILES * LINES, f"{len(records) - FILES * LINES} duplicates"
     assert sorted(ids) == list(range(FILES * LINES))
@@ -99,8 +118,11 @@ def test_every_line_of_every_file_is_published_once_while_a_worker_is_killed(
 
 
 def test_csv_files_with_an_inferred_schema_and_a_missing_topic(
-    broker: EmbeddedBroker, tmp_path: Path
+    each_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
+    """Also on Tansu, which has no transactions: the task publishes through the
+    duplicate check alone (`exactly.once.support=requested`)."""
+    broker = each_broker
     topic = new_topic(broker.bootstrap_servers, "prices", 1)
     incoming = tmp_path / "incoming"
     incoming.mkdir()
@@ -134,3 +156,91 @@ def test_csv_files_with_an_inferred_schema_and_a_missing_topic(
     assert {r.key for r in records} == {None}
     assert json.loads(records[0].value or b"")["price"] in {f"{n}.5" for n in range(20)}
     assert "'no-such-topic' does not exist" in status["tasks"][0]["trace"]
+
+
+FROZEN_FILES = 8
+FROZEN_LINES = 50_000
+SESSION_TIMEOUT_MS = 8_000
+
+
+def test_a_worker_frozen_mid_transaction_is_fenced_and_every_row_lands_once(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(bootstrap, "frozen", 2)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    drop_json_files(incoming, range(FROZEN_FILES), FROZEN_LINES)
+    total = FROZEN_FILES * FROZEN_LINES
+    cluster = Cluster(
+        bootstrap,
+        tmp_path,
+        size=2,
+        settings=[
+            "scheduled.rebalance.max.delay.ms=3000",
+            f"session.timeout.ms={SESSION_TIMEOUT_MS}",
+            "heartbeat.interval.ms=1000",
+        ],
+    )
+    with cluster.running():
+        cluster.create(
+            "frozen",
+            {
+                "connector.class": "files-to-kafka",
+                "tasks.max": "1",
+                "input.path": str(incoming),
+                "input.schema": "id LONG, file INT",
+                "kafka.bootstrap.servers": bootstrap,
+                "topic": topic,
+                "exactly.once.support": "required",
+                "max.files.per.trigger": str(FROZEN_FILES),
+                "trigger.interval.ms": "500",
+            },
+        )
+        [view] = cluster.wait_converged(1)
+        zombie = next(w for w in cluster.workers if w.url == f"http://{view.worker_id}")
+
+        def frozen_mid_transaction() -> bool:
+            if not transaction_open(bootstrap, topic):
+                return False
+            zombie.signal(signal.SIGSTOP)
+            if transaction_open(bootstrap, topic):
+                return True
+            zombie.signal(signal.SIGCONT)  # froze between two transactions: again
+            return False
+
+        wait_until(frozen_mid_transaction, 180, interval_s=0.05, what="a transaction to freeze in")
+        frozen_at = time.monotonic()
+        wait_until(
+            lambda: (v := cluster.converged(1)) and v[0].worker_id != view.worker_id,
+            120,
+            what="the frozen worker's task to move",
+        )
+        wait_until(
+            lambda: sum(published_ids(bootstrap, topic).values()) >= total,
+            240,
+            what="the new owner to publish every row",
+        )
+        print(
+            "every row committed by the new owner "
+            f"{time.monotonic() - frozen_at:.1f} s after the freeze"
+        )
+
+        seen_by_zombie = len(zombie.log_text())
+        zombie.signal(signal.SIGCONT)
+        wait_until(
+            lambda: (
+                "fenced" in zombie.log_text()[seen_by_zombie:]
+                or "lost group membership" in zombie.log_text()[seen_by_zombie:]
+            ),
+            60,
+            what="the zombie to stop",
+        )
+        cluster.wait_converged(1)
+        settled_ids = published_ids(bootstrap, topic)
+
+    aborted = len(read_topic(bootstrap, topic)) - total
+    print(f"records the zombie sent and never committed: {aborted}")
+    assert aborted > 0, "the zombie's open transaction was not in the log"
+    assert sorted(settled_ids) == list(range(total))
+    assert set(settled_ids.values()) == {1}, "a row published twice"

@@ -1,5 +1,7 @@
-"""The `sparkherd-kafka` sink's dedup against the real broker: a batch that crashed half
-sent, run again, leaves each row in the topic once; a fenced writer sends nothing more."""
+"""The `sparkherd-kafka` sink against real brokers: a batch that crashed half sent, run
+again, leaves each row in the topic once; a fenced writer sends nothing more; in a
+transaction, a zombie's open transaction is aborted by the new producer of its id and
+the zombie cannot send again; a broker without transactions is told apart."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import pytest
 
 from tests.support.kafka_topics import new_topic, read_topic
 from worker.embedded_broker import EmbeddedBroker
-from worker.kafka.client import BlockingKafka
+from worker.kafka.client import BlockingKafka, IsolationLevel, TransactionsUnsupportedError
+from worker.kafka.connection import KafkaConnection
 from worker.kafka.sink import (
     CHUNK_ROWS,
     ORIGIN_HEADER,
@@ -22,6 +25,7 @@ from worker.kafka.sink import (
     PublishFencedError,
     publish_batch,
 )
+from worker.kafka.transactions import fence_earlier_producers
 
 pytestmark = pytest.mark.integration
 
@@ -37,10 +41,12 @@ def batch_rows(crash_after: int | None = None) -> Iterator[OutRow]:
         yield OutRow(origin, None, f'{{"n": {n}}}'.encode())
 
 
-def identities(bootstrap_servers: str, topic: str) -> Counter[tuple[str, str]]:
+def identities(
+    bootstrap_servers: str, topic: str, isolation_level: IsolationLevel = "read_uncommitted"
+) -> Counter[tuple[str, str]]:
     return Counter(
         (dict(r.headers)[ORIGIN_HEADER].decode(), dict(r.headers)[SEQ_HEADER].decode())
-        for r in read_topic(bootstrap_servers, topic)
+        for r in read_topic(bootstrap_servers, topic, isolation_level)
     )
 
 
@@ -84,3 +90,56 @@ def test_a_fenced_writer_stops_before_its_next_chunk(
             kafka, topic, "f-0", IntentLog(tmp_path), 0, batch_rows(), lambda: next(checks)
         )
     assert len(read_topic(broker.bootstrap_servers, topic)) == 2 * CHUNK_ROWS
+
+
+def test_a_zombies_open_transaction_is_aborted_and_the_zombie_fenced(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """The zombie sent two chunks in a transaction and stalled; the task's new owner
+    starts a producer of the same id, runs the batch again and commits; the zombie
+    wakes and its next chunk is refused. Read committed, every row is there once."""
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(bootstrap, "tx", 3)
+    intents = IntentLog(tmp_path / "intents")
+    rows = FILES * ROWS_PER_FILE
+    owner_published: list[Published] = []
+    with (
+        BlockingKafka(bootstrap, "zombie", isolation_level="read_committed") as zombie,
+        BlockingKafka(bootstrap, "owner", isolation_level="read_committed") as owner,
+    ):
+        zombie.start_transactions("files-0-p0", 60_000)
+
+        def stalled_rows() -> Iterator[OutRow]:
+            for n, row in enumerate(batch_rows()):
+                if n == 2 * CHUNK_ROWS + 1:
+                    owner.start_transactions("files-0-p0", 60_000)
+                    owner_published.append(
+                        publish_batch(
+                            owner, topic, "files-0", intents, 3, batch_rows(), transactional=True
+                        )
+                    )
+                yield row
+
+        with pytest.raises(PublishFencedError, match="fenced this producer"):
+            publish_batch(zombie, topic, "files-0", intents, 3, stalled_rows(), transactional=True)
+        assert owner_published == [Published(sent=rows, skipped=0)]
+        assert publish_batch(
+            owner, topic, "files-0", intents, 3, batch_rows(), transactional=True
+        ) == Published(sent=0, skipped=rows), "a committed batch run again sends nothing"
+
+    committed = identities(bootstrap, topic, "read_committed")
+    assert len(committed) == rows and set(committed.values()) == {1}
+    everything = read_topic(bootstrap, topic)
+    assert len(everything) == rows + 2 * CHUNK_ROWS, "the zombie's two chunks, aborted"
+
+
+def test_transactions_are_told_apart_from_a_broker_without_them(
+    kafka_broker: EmbeddedBroker, tansu_broker: EmbeddedBroker
+) -> None:
+    ids = ["probe-0", "probe-1"]
+    kafka = KafkaConnection(kafka_broker.bootstrap_servers)
+    assert fence_earlier_producers(kafka, ids, 60_000, "required") is True
+    tansu = KafkaConnection(tansu_broker.bootstrap_servers)
+    assert fence_earlier_producers(tansu, ids, 60_000, "requested") is False
+    with pytest.raises(TransactionsUnsupportedError, match=r"exactly\.once\.support=required"):
+        fence_earlier_producers(tansu, ids, 60_000, "required")

@@ -9,7 +9,7 @@ from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from tests.support.processes import free_port
-from worker.kafka.client import BlockingKafka, Outgoing, Record
+from worker.kafka.client import BlockingKafka, IsolationLevel, Outgoing, Record
 from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 
@@ -49,9 +49,12 @@ def produce(bootstrap_servers: str, topic: str, records: list[Outgoing]) -> None
         kafka.publish(topic, records)
 
 
-def read_topic(bootstrap_servers: str, topic: str) -> list[Record]:
-    """Every record in the topic now, partition by partition."""
-    with BlockingKafka(bootstrap_servers, "test-reader") as kafka:
+def read_topic(
+    bootstrap_servers: str, topic: str, isolation_level: IsolationLevel = "read_uncommitted"
+) -> list[Record]:
+    """Every record in the topic now, partition by partition (under `read_committed`:
+    every committed one, up to the first transaction still open)."""
+    with BlockingKafka(bootstrap_servers, "test-reader", isolation_level=isolation_level) as kafka:
         partitions = [TopicPartition(topic, p) for p in kafka.partitions(topic)]
         ends = kafka.end_offsets(partitions)
         return [

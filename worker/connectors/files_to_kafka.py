@@ -5,7 +5,10 @@ Spark's file stream source lists the directory and records in the task's checkpo
 which files each batch read, so a file is read by one batch only, and a batch that runs
 again reads the same files. Each row becomes one record: the row as JSON for its value,
 `key.field` (if set) for its key. The `sparkherd-kafka` sink then sends every row once,
-also when the batch runs again (see worker/kafka/sink.py).
+also when the batch runs again (see worker/kafka/sink.py): on a broker with transactions
+each Spark partition of a batch is one transaction, and a start of the task fences the
+producers of the start before it (`exactly.once.support=requested`, the default, falls
+back to the sink's own duplicate check on a broker without them; `required` refuses).
 
 Tasks split the files by a hash of the file name (`pmod(hash(name), n) = i`); Spark
 prunes by that filter before it reads, so a task reads only its own files. Every task
@@ -23,7 +26,9 @@ from typing import TYPE_CHECKING, Final, Literal
 from pydantic import Field
 
 from worker.kafka.connection import KafkaConnectionSettings
+from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.spark_io import publish_once
+from worker.kafka.transactions import ExactlyOnceSupport
 from worker.plugins import (
     JAVA_INT_MAX,
     Connector,
@@ -65,6 +70,20 @@ class FilesToKafkaSettings(KafkaConnectionSettings):
     )
     trigger_interval_ms: int = Field(
         default=1000, alias="trigger.interval.ms", ge=100, le=JAVA_INT_MAX
+    )
+    exactly_once_support: ExactlyOnceSupport = Field(
+        default="requested",
+        alias="exactly.once.support",
+        description="`requested`: Kafka transactions where the broker has them, the sink's "
+        "duplicate check otherwise; `required`: the task fails on a broker without them",
+    )
+    transaction_timeout_ms: int = Field(
+        default=TRANSACTION_TIMEOUT_MS,
+        alias="transaction.timeout.ms",
+        ge=1000,
+        le=JAVA_INT_MAX,
+        description="How long one partition of a batch may take to publish; at most the "
+        "broker's transaction.max.timeout.ms",
     )
 
 
@@ -171,6 +190,8 @@ class FilesToKafkaTask(Task):
             settings.connection,
             settings.topic,
             settings.trigger_interval_ms,
+            settings.exactly_once_support,
+            settings.transaction_timeout_ms,
         )
 
 

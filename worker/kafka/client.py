@@ -12,6 +12,11 @@ End offsets come from a fetch's high watermark, not from ListOffsets: the embedd
 broker (Tansu 0.x) answers ListOffsets(latest) with the base offset of the newest record
 batch plus one, which for batches of more than one record is short of the end. A fetch
 reports the true high watermark on every broker.
+
+A client opened with `read_committed` skips what aborted transactions wrote, and its end
+offsets are the last stable offsets: what is settled (committed or aborted) now.
+Transactions are the producer's: `start_transactions` makes it the producer of one
+`transactional.id`, which fences every earlier producer of that id.
 """
 
 from __future__ import annotations
@@ -19,10 +24,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    KafkaError,
+    ProducerFenced,
+    UnknownError,
+    UnsupportedVersionError,
+)
 
 from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
@@ -32,9 +43,23 @@ FETCH_MAX_RECORDS: Final = 50_000
 PROBE_WAIT_MS: Final = 1
 REQUEST_TIMEOUT_MS: Final = 30_000
 
+IsolationLevel = Literal["read_uncommitted", "read_committed"]
+FENCED_ERRORS: Final = (ProducerFenced, InvalidProducerEpoch)
+REFUSED_TRANSACTIONS: Final = (UnknownError, UnsupportedVersionError)
+"""How a broker without transactions answers InitProducerId for a transactional id
+(Tansu 0.x: UnknownError)."""
+
 
 class KafkaUnavailableError(RuntimeError):
     """A topic or partition the task needs does not exist or cannot be reached."""
+
+
+class TransactionsUnsupportedError(KafkaUnavailableError):
+    """The broker refused to give a transactional id a producer epoch."""
+
+
+class ProducerFencedError(KafkaUnavailableError):
+    """A newer producer of this transactional id started: this one may not send again."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +93,12 @@ class BlockingKafka:
         bootstrap_servers: str,
         client_id: str,
         security: KafkaClientSecurity = PLAINTEXT_CLIENT,
+        isolation_level: IsolationLevel = "read_uncommitted",
     ) -> None:
         self._bootstrap_servers = bootstrap_servers
         self._client_id = client_id
         self._security = security
+        self._isolation_level = isolation_level
         self._loop = asyncio.new_event_loop()
         self._producer: AIOKafkaProducer | None = None
         self._consumer = self._run(self._start_consumer())
@@ -87,6 +114,7 @@ class BlockingKafka:
             max_partition_fetch_bytes=8 << 20,
             fetch_max_bytes=64 << 20,
             request_timeout_ms=REQUEST_TIMEOUT_MS,
+            isolation_level=self._isolation_level,
             **self._security.aiokafka_options(),
         )
         await consumer.start()
@@ -126,7 +154,8 @@ class BlockingKafka:
         return sorted(found)
 
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """The offset after the last record of each partition (see the module docstring)."""
+        """The offset after the last record of each partition, or under `read_committed`
+        its last stable offset (see the module docstring)."""
         return self._run(self._end_offsets(partitions))
 
     async def _end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
@@ -136,10 +165,17 @@ class BlockingKafka:
         while len(ends) < len(partitions):
             await self._consumer.getmany(*partitions, timeout_ms=PROBE_WAIT_MS, max_records=1)
             for tp in partitions:
-                highwater = self._consumer.highwater(tp)
-                if highwater is not None:
-                    ends[tp] = int(highwater)
+                end = self._fetched_end(tp)
+                if end is not None:
+                    ends[tp] = end
         return ends
+
+    def _fetched_end(self, tp: TopicPartition) -> int | None:
+        if self._isolation_level == "read_committed":
+            stable = self._consumer.last_stable_offset(tp)
+            return None if stable is None or stable < 0 else int(stable)
+        highwater = self._consumer.highwater(tp)
+        return None if highwater is None else int(highwater)
 
     async def _assign_at(self, positions: Mapping[TopicPartition, int]) -> None:
         """A new assignment also forgets the high watermarks of earlier fetches (and
@@ -173,19 +209,67 @@ class BlockingKafka:
         (acks=all); any failure raises."""
         self._run(self._publish(topic, records))
 
-    async def _publish(self, topic: str, records: Sequence[Outgoing]) -> None:
-        if self._producer is None:
-            self._producer = AIOKafkaProducer(
-                bootstrap_servers=self._bootstrap_servers,
-                client_id=self._client_id,
-                acks="all",
-                linger_ms=5,
-                max_batch_size=1 << 20,
-                request_timeout_ms=REQUEST_TIMEOUT_MS,
-                **self._security.aiokafka_options(),
+    async def _start_producer(self, **transactions: Any) -> AIOKafkaProducer:
+        if self._producer is not None:
+            await self._producer.stop()
+            self._producer = None
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self._bootstrap_servers,
+            client_id=self._client_id,
+            acks="all",
+            linger_ms=5,
+            max_batch_size=1 << 20,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
+            **transactions,
+            **self._security.aiokafka_options(),
+        )
+        try:
+            await producer.start()
+        except BaseException:
+            await producer.stop()
+            raise
+        self._producer = producer
+        return producer
+
+    def start_transactions(self, transactional_id: str, timeout_ms: int) -> None:
+        """Publish from now on as the producer of `transactional_id`, inside transactions.
+
+        The broker gives the id a new epoch: a transaction an earlier producer of the id
+        left open is aborted, and that producer can neither send nor commit again. A
+        transaction open longer than `timeout_ms` is aborted by the broker.
+        """
+        try:
+            self._run(
+                self._start_producer(
+                    transactional_id=transactional_id, transaction_timeout_ms=timeout_ms
+                )
             )
-            await self._producer.start()
-        producer = self._producer
+        except REFUSED_TRANSACTIONS as exc:
+            raise TransactionsUnsupportedError(
+                f"Kafka at {self._bootstrap_servers} offers no transactions ({exc})"
+            ) from exc
+
+    def begin_transaction(self) -> None:
+        self._run(self._transactional().begin_transaction())
+
+    def commit_transaction(self) -> None:
+        """Make what this transaction sent visible to `read_committed` readers; raises
+        `ProducerFencedError` when a newer producer of the id started meanwhile."""
+        try:
+            self._run(self._transactional().commit_transaction())
+        except FENCED_ERRORS as exc:
+            raise ProducerFencedError(f"Commit refused: {exc}") from exc
+
+    def abort_transaction(self) -> None:
+        self._run(self._transactional().abort_transaction())
+
+    def _transactional(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            raise RuntimeError("start_transactions first")
+        return self._producer
+
+    async def _publish(self, topic: str, records: Sequence[Outgoing]) -> None:
+        producer = self._producer or await self._start_producer()
         sent = [
             await producer.send(
                 topic,
@@ -199,6 +283,8 @@ class BlockingKafka:
         await producer.flush()
         try:
             await asyncio.gather(*sent)
+        except FENCED_ERRORS as exc:
+            raise ProducerFencedError(f"Publishing to {topic!r} refused: {exc}") from exc
         except KafkaError as exc:
             raise KafkaUnavailableError(f"Publishing to {topic!r} failed: {exc}") from exc
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from worker.kafka.client import BlockingKafka
+from worker.kafka.client import BlockingKafka, IsolationLevel
 from worker.kafka_security import (
     SECURITY_KEYS,
     KafkaClientSecurity,
@@ -45,8 +45,10 @@ class KafkaConnection:
     def security(self) -> KafkaClientSecurity:
         return client_security(dict(self.security_settings), CONNECTOR_PREFIX)
 
-    def open(self, client_id: str) -> BlockingKafka:
-        return BlockingKafka(self.bootstrap_servers, client_id, self.security())
+    def open(
+        self, client_id: str, isolation_level: IsolationLevel = "read_uncommitted"
+    ) -> BlockingKafka:
+        return BlockingKafka(self.bootstrap_servers, client_id, self.security(), isolation_level)
 
     def source_options(self) -> dict[str, str]:
         """Options of the `sparkherd-kafka` data source."""

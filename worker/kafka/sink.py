@@ -2,8 +2,7 @@
 Spark runs a batch again.
 
 Spark's own Kafka sink is at-least-once: a batch that runs again after a crash is sent
-again. Kafka transactions would fix that, but the embedded broker refuses them (it
-answers InitProducerId with an error), so this sink removes its own duplicates:
+again. This sink removes its own duplicates, on any broker:
 
 * every row names its `origin` (for files-to-kafka, its file); the writer numbers the
   rows of each origin in the order Spark hands them over and sends origin and number as
@@ -18,14 +17,20 @@ answers InitProducerId with an error), so this sink removes its own duplicates:
   sent, and sends only the others.
 
 A task's claim (option `claim`) is checked before each chunk is sent, so a worker that
-lost the task stops publishing before its next chunk. What it had in flight can still
-land after the new owner looked: that window, one chunk wide, is the only way to a
-duplicate, and closing it would take Kafka transactions.
+lost the task stops publishing before its next chunk. Without transactions, what it had
+in flight can still land after the new owner looked: a duplicate, one chunk wide at most.
+
+With `transactional.id.prefix` (a broker with transactions, see `transactions.py`), each
+partition of a batch is one transaction of its own producer, the claim is checked again
+before the commit, and the replay check reads `read_committed`: a partition's rows are
+all there or none, and a zombie that lost its task is fenced by the new owner's producer
+epoch, so nothing it had in flight ever becomes visible.
 
 Options: `bootstrap.servers` (and the security keys of `KafkaConnection`), `topic`,
 `sink.id` (names this sink in the headers; unique per task), `progress.dir`, and
-optionally `claim` (`Claim.encode()`). Input columns: `origin` (string), `key` and
-`value` (string or binary, key may be null).
+optionally `claim` (`Claim.encode()`), `transactional.id.prefix` and
+`transaction.timeout.ms`. Input columns: `origin` (string), `key` and `value` (string or
+binary, key may be null).
 """
 
 from __future__ import annotations
@@ -41,10 +46,12 @@ from pathlib import Path
 from typing import Final
 
 from aiokafka import TopicPartition
+from aiokafka.errors import KafkaError
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
-from worker.kafka.client import BlockingKafka, Outgoing
+from worker.kafka.client import BlockingKafka, Outgoing, ProducerFencedError
 from worker.kafka.connection import KafkaConnection
+from worker.kafka.transactions import TransactionalIds
 from worker.task_claims import Claim
 
 BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
@@ -53,6 +60,7 @@ SINK_HEADER: Final = "sparkherd.sink"
 ORIGIN_HEADER: Final = "sparkherd.origin"
 SEQ_HEADER: Final = "sparkherd.seq"
 CHUNK_ROWS: Final = 5_000
+TRANSACTION_TIMEOUT_MS: Final = 60_000
 
 Identity = tuple[str, int]
 """(origin, number of the row within its origin)."""
@@ -154,24 +162,47 @@ def publish_batch(
     batch: int,
     rows: Iterable[OutRow],
     fenced_by: Callable[[], str | None] = lambda: None,
+    transactional: bool = False,
 ) -> Published:
-    """Send the rows of one partition of one batch that this sink has not sent yet."""
+    """Send the rows of one partition of one batch that this sink has not sent yet; in
+    one transaction when `transactional` (the client's producer started them and its
+    consumer reads `read_committed`)."""
     partitions = [TopicPartition(topic, p) for p in kafka.partitions(topic)]
     since, seen_before = intents.open(batch, lambda: kafka.end_offsets(partitions))
     done = already_published(kafka, sink_id, since, partitions) if seen_before else set()
-    sent = skipped = 0
-    pending = numbered(rows)
-    while chunk := list(islice(pending, CHUNK_ROWS)):
-        fresh = [
-            _outgoing(sink_id, identity, row) for identity, row in chunk if identity not in done
-        ]
-        skipped += len(chunk) - len(fresh)
+
+    def check_claim() -> None:
         holder = fenced_by()
         if holder is not None:
             raise PublishFencedError(f"Stopped publishing to {topic!r}: {holder} owns the task")
-        if fresh:
-            kafka.publish(topic, fresh)
-            sent += len(fresh)
+
+    sent = skipped = 0
+    pending = numbered(rows)
+    if transactional:
+        kafka.begin_transaction()
+    try:
+        while chunk := list(islice(pending, CHUNK_ROWS)):
+            fresh = [
+                _outgoing(sink_id, identity, row) for identity, row in chunk if identity not in done
+            ]
+            skipped += len(chunk) - len(fresh)
+            check_claim()
+            if fresh:
+                kafka.publish(topic, fresh)
+                sent += len(fresh)
+        if transactional:
+            check_claim()
+            kafka.commit_transaction()
+    except ProducerFencedError as exc:
+        raise PublishFencedError(
+            f"Stopped publishing to {topic!r}: a newer start of the task fenced this "
+            f"producer ({exc})"
+        ) from exc
+    except BaseException:
+        if transactional:
+            with contextlib.suppress(KafkaError):
+                kafka.abort_transaction()
+        raise
     return Published(sent, skipped)
 
 
@@ -202,22 +233,41 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
         self._connection = KafkaConnection.from_options(options)
         self._topic = options["topic"]
         self._sink_id = options["sink.id"]
-        self._intents = IntentLog(Path(options["progress.dir"]))
+        self._progress = Path(options["progress.dir"])
+        self._intents = IntentLog(self._progress)
         self._claim = options.get("claim")
+        self._transactional_prefix = options.get("transactional.id.prefix")
+        self._transaction_timeout_ms = int(
+            options.get("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
+        )
 
     def write(self, iterator: Iterator[object]) -> Published:
         from pyspark import TaskContext
 
         context = TaskContext.get()
         batch = context.getLocalProperty(BATCH_ID_PROPERTY) if context else None
-        if batch is None:
+        if context is None or batch is None:
             raise RuntimeError("sparkherd-kafka writes only from a streaming query")
         claim = Claim.decode(self._claim) if self._claim else None
+        fenced_by = claim.fenced_by if claim else lambda: None
+        holder = fenced_by()
+        if holder is not None:
+            raise PublishFencedError(f"Not publishing to {self._topic!r}: {holder} owns the task")
         rows = (
             OutRow(str(row["origin"]), _as_bytes(row["key"]), _as_bytes(row["value"]))  # type: ignore[index]
             for row in iterator
         )
-        with self._connection.open(f"sparkherd-{self._sink_id}") as kafka:
+        prefix = self._transactional_prefix
+        with self._connection.open(
+            f"sparkherd-{self._sink_id}",
+            "read_uncommitted" if prefix is None else "read_committed",
+        ) as kafka:
+            if prefix is not None:
+                ids = TransactionalIds(self._progress)
+                kafka.start_transactions(
+                    ids.for_partition(prefix, context.partitionId()),
+                    self._transaction_timeout_ms,
+                )
             return publish_batch(
                 kafka,
                 self._topic,
@@ -225,7 +275,8 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
                 self._intents,
                 int(batch),
                 rows,
-                claim.fenced_by if claim else lambda: None,
+                fenced_by,
+                transactional=prefix is not None,
             )
 
     def commit(self, messages: list[Published | None], batchId: int) -> None:
@@ -233,4 +284,5 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
             self._intents.forget_before(batchId)
 
     def abort(self, messages: list[Published | None], batchId: int) -> None:
-        """Nothing to undo: what was sent stays, and a replay skips it."""
+        """Nothing to undo: what was sent stays (or was aborted with its transaction),
+        and a replay skips it."""

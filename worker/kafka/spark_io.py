@@ -3,7 +3,8 @@
 Reading: Spark's JVM connector when its jar is on the classpath, otherwise the
 `sparkherd-kafka` Python data source. Writing: always `sparkherd-kafka`, because Spark's
 JVM Kafka sink is at-least-once (a batch run again after a crash is sent again) and the
-Python sink sends each row once (see `sink.py`).
+Python sink sends each row once, inside Kafka transactions where the broker has them
+(see `sink.py` and `transactions.py`).
 
 The JVM connector is Spark's own, faster and battle-tested, but it is a Maven artifact
 (`spark-sql-kafka-0-10`) that pip cannot install; the Python source makes a fresh
@@ -23,7 +24,9 @@ from pyspark.errors import AnalysisException
 
 from worker.kafka.connection import KafkaConnection
 from worker.kafka.data_source import FORMAT, KafkaDataSource
+from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.source import format_assignment
+from worker.kafka.transactions import ExactlyOnceSupport, TransactionalIds, fence_earlier_producers
 from worker.plugins import TaskContext
 
 if TYPE_CHECKING:
@@ -124,20 +127,35 @@ def publish_once(
     connection: KafkaConnection,
     topic: str,
     interval_ms: int,
+    exactly_once: ExactlyOnceSupport = "requested",
+    transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS,
 ) -> StreamingQuery:
     """Send `rows` (columns origin, key, value) to `topic`, each row once, every
-    `interval_ms`; the dedup intents live in the task's checkpoint."""
+    `interval_ms`; the dedup intents and transactional ids live in the task's checkpoint.
+
+    Before the query runs a batch again, every producer an earlier start of the task
+    used is fenced, which also tells whether the broker has transactions at all."""
+    progress = context.checkpoint_dir / INTENTS_DIR
+    ids = TransactionalIds(progress)
+    prefix = ids.prefix(context.query_name)
+    transactional = fence_earlier_producers(
+        connection, ids.used(prefix), transaction_timeout_ms, exactly_once
+    )
     register(rows.sparkSession)
     writer = (
         rows.writeStream.format(FORMAT)
         .options(**connection.source_options())
         .option("topic", topic)
         .option("sink.id", context.query_name)
-        .option("progress.dir", str(context.checkpoint_dir / INTENTS_DIR))
+        .option("progress.dir", str(progress))
         .option("checkpointLocation", str(context.checkpoint_dir))
         .queryName(context.query_name)
         .trigger(processingTime=f"{interval_ms} milliseconds")
     )
+    if transactional:
+        writer = writer.option("transactional.id.prefix", prefix).option(
+            "transaction.timeout.ms", str(transaction_timeout_ms)
+        )
     if context.claim is not None:
         writer = writer.option("claim", context.claim.encode())
     return _started_in_own_session(writer, rows.sparkSession)

@@ -36,11 +36,22 @@ def test_defaults() -> None:
         None,
     )
     assert (settings.max_files_per_trigger, settings.csv_header) == (100, True)
+    assert (settings.exactly_once_support, settings.transaction_timeout_ms) == (
+        "requested",
+        60_000,
+    )
 
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("input.format", "avro"), ("max.files.per.trigger", "0"), ("topic", " "), ("input.path", "")],
+    [
+        ("input.format", "avro"),
+        ("max.files.per.trigger", "0"),
+        ("topic", " "),
+        ("input.path", ""),
+        ("exactly.once.support", "maybe"),
+        ("transaction.timeout.ms", "99999999999"),
+    ],
 )
 def test_bad_settings_name_the_key(key: str, value: str) -> None:
     with pytest.raises(ConnectorConfigError, match=key):
