@@ -28,7 +28,7 @@ RECORDS = 500
 def worker_exit(
     bootstrap: str, settings: list[str], root: Path
 ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "worker.cli", "worker"]
+    command = [sys.executable, "-m", "sparkherd.cli", "worker"]
     for setting in [
         f"bootstrap.servers={bootstrap}",
         f"rest.port={free_port()}",

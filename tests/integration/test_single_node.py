@@ -199,7 +199,7 @@ def test_unreachable_broker_fails_with_one_clear_line(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "worker.cli",
+            "sparkherd.cli",
             "worker",
             "--set",
             f"bootstrap.servers=127.0.0.1:{free_port()}",
@@ -221,7 +221,7 @@ def test_unreachable_broker_fails_with_one_clear_line(tmp_path: Path) -> None:
 
 def test_invalid_config_fails_with_one_clear_line() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "worker.cli", "worker", "--set", "rest.port=abc"],
+        [sys.executable, "-m", "sparkherd.cli", "worker", "--set", "rest.port=abc"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -238,7 +238,7 @@ def sparkherd_up(data_dir: Path, log: Path, *flags: str) -> Iterator[tuple[str, 
     rest_port, broker_port = free_port(), free_port()
     url = f"http://127.0.0.1:{rest_port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
-    command = [sys.executable, "-m", "worker.cli", "up", "--rest-port", str(rest_port)]
+    command = [sys.executable, "-m", "sparkherd.cli", "up", "--rest-port", str(rest_port)]
     command += ["--broker-port", str(broker_port), "--data-dir", str(data_dir), *flags]
     with open(log, "ab") as out:
         up = subprocess.Popen(
@@ -322,7 +322,7 @@ def test_up_on_apache_kafka_keeps_connectors_across_a_restart(
 def test_broker_command_runs_in_foreground_and_stops_on_sigterm() -> None:
     port = free_port()
     broker = subprocess.Popen(
-        [sys.executable, "-m", "worker.cli", "broker", "--port", str(port)],
+        [sys.executable, "-m", "sparkherd.cli", "broker", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -341,7 +341,7 @@ def test_broker_command_runs_in_foreground_and_stops_on_sigterm() -> None:
 @pytest.mark.parametrize("engine", ["tansu", "kafka"])
 def test_a_killed_broker_command_leaves_no_broker_behind(engine: str, tmp_path: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "worker.cli", "broker", "--engine", engine]
+    command = [sys.executable, "-m", "sparkherd.cli", "broker", "--engine", engine]
     command += ["--port", str(port), "--data-dir", str(tmp_path / "kafka")]
     broker = subprocess.Popen(
         command,

@@ -112,7 +112,7 @@ class WorkerProcess:
             *self.extra,
             *([] if self.tls_ca is None else [f"listeners={self.url}"]),
         ]
-        args = [sys.executable, "-m", "worker.cli", "worker"]
+        args = [sys.executable, "-m", "sparkherd.cli", "worker"]
         for setting in settings:
             args += ["--set", setting]
         return args

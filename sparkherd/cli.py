@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from herder.membership import CoordinatorUnavailable, MembershipError
+from sparkherd.service import ListenError, WorkerService, install_stop_signals
 from worker.config import ConfigError, WorkerConfig, load_worker_config
 from worker.embedded_broker import BrokerEngine, BrokerStartError, EmbeddedBroker, TansuEngine
 from worker.kafka_kraft import KafkaKRaftEngine
 from worker.log_setup import configure_logging
-from worker.service import ListenError, WorkerService, install_stop_signals
 
 log = logging.getLogger("sparkherd")
 
