@@ -15,7 +15,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Coroutine, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial, wraps
 from pathlib import Path
@@ -23,6 +22,16 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from herder.assignor import inherited_deadline
 from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
+from herder.errors import (
+    ConnectorExists,
+    ConnectorNotFound,
+    ConnectorNotStopped,
+    InvalidConnectorConfig,
+    InvalidOffsets,
+    NotLeader,
+    TaskNotFound,
+    TasksStillRunning,
+)
 from herder.leader import LeaderPlanner
 from herder.membership import (
     CoordinatorUnavailable,
@@ -34,6 +43,7 @@ from herder.membership import (
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
 from herder.topics import ensure_compacted_topics
+from herder.views import ClusterView, ConnectorView
 from protocol import PROTOCOL_NAME, ProtocolError
 from protocol.codec import decode_assignment, encode_subscription
 from protocol.messages import (
@@ -85,83 +95,6 @@ def _serialized(
             return await write(herder, *args, **kwargs)
 
     return one_at_a_time
-
-
-class HerderError(Exception):
-    """A request the herder refuses; REST maps each subclass to an HTTP status."""
-
-
-class ConnectorNotFound(HerderError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"Connector {name} not found")
-
-
-class ConnectorExists(HerderError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"Connector {name} already exists")
-
-
-class TaskNotFound(HerderError):
-    def __init__(self, task: ConnectorTaskId) -> None:
-        super().__init__(f"Task {task} not found")
-
-
-class InvalidConnectorConfig(HerderError):
-    pass
-
-
-class ConnectorNotStopped(HerderError):
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            "Connectors must be in the STOPPED state before their offsets can be modified. "
-            "This can be done for the specified connector by issuing a 'PUT' request to the "
-            f"'/connectors/{name}/stop' endpoint"
-        )
-
-
-class InvalidOffsets(HerderError):
-    pass
-
-
-class TasksStillRunning(HerderError):
-    def __init__(self, name: str, tasks: list[int]) -> None:
-        super().__init__(
-            f"Connector {name} is STOPPED but task(s) {tasks} still report RUNNING; "
-            "try again once they have stopped"
-        )
-
-
-class NotLeader(HerderError):
-    """Only the leader writes configs; the caller forwards to `leader_url` (None: unknown)."""
-
-    def __init__(self, leader_url: str | None) -> None:
-        self.leader_url = leader_url
-        super().__init__(
-            "Cannot complete request because of a conflicting operation "
-            "(e.g. worker rebalance): the leader is not known yet"
-            if leader_url is None
-            else f"this worker is not the leader; the leader is {leader_url}"
-        )
-
-
-@dataclass(frozen=True)
-class ConnectorView:
-    name: str
-    config: Mapping[str, str]
-    tasks: tuple[ConnectorTaskId, ...]
-    type: str
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    """This worker's picture of the cluster: its own group state, and who runs what
-    according to the status topic (which every worker reads)."""
-
-    leader_url: str | None
-    generation: int
-    protocol_version: int
-    scheduled_rebalance_ms: int
-    workers: Mapping[str, Allocation]
 
 
 class DistributedHerder:
@@ -855,6 +788,9 @@ class DistributedHerder:
         if name not in snapshot.connectors:
             raise ConnectorNotFound(name)
         return [(ConnectorTaskId(name, i), c) for i, c in enumerate(snapshot.tasks_of(name))]
+
+    def connector_status(self, name: str) -> Status | None:
+        return self.statuses.connector(name)
 
     def task_status(self, task: ConnectorTaskId) -> Status | None:
         """The task's last status; raises unless the connector currently has that task."""

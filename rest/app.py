@@ -11,11 +11,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from herder.herder import (
+from herder.errors import (
     ConnectorExists,
     ConnectorNotFound,
     ConnectorNotStopped,
-    DistributedHerder,
     HerderError,
     InvalidConnectorConfig,
     InvalidOffsets,
@@ -23,6 +22,7 @@ from herder.herder import (
     TaskNotFound,
     TasksStillRunning,
 )
+from herder.herder import DistributedHerder
 from rest.auth import require_authentication
 from rest.body_limit import BodyLimit
 from rest.connector_plugins import connector_plugins_router

@@ -13,8 +13,9 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from herder.config_store import RestartRequest, TargetState
-from herder.herder import ConnectorView, DistributedHerder
+from herder.herder import DistributedHerder
 from herder.status_store import Status
+from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
 from rest.models import (
     ConfigValue,
@@ -184,13 +185,13 @@ def _status(
     """The connector's status; with `restarting`, what that request restarts is shown
     RESTARTING, as Connect's 202 answer does."""
     view = herder.connector(name)
-    connector = herder.statuses.connector(name)
+    connector = herder.connector_status(name)
     state = connector.state if connector else TaskState.UNASSIGNED
     if restarting is not None and restarting.covers_connector(state is TaskState.FAILED):
         state = TaskState.RESTARTING
     tasks = []
     for task in view.tasks:
-        body = _task_state(task, herder.statuses.task(task))
+        body = _task_state(task, herder.task_status(task))
         if restarting is not None and restarting.covers_task(task, body.state == "FAILED"):
             body.state = TaskState.RESTARTING
         tasks.append(body)

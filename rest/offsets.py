@@ -12,7 +12,8 @@ from typing import Any, TypeGuard
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from herder.herder import DistributedHerder, InvalidOffsets
+from herder.errors import InvalidOffsets
+from herder.herder import DistributedHerder
 from rest.models import ConnectorName, ErrorBody
 
 ALTERED = "The offsets for this connector have been altered successfully"
