@@ -15,11 +15,18 @@ import signal
 import socket
 import subprocess
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
 import uvicorn
 
+from herder.config_store import ConfigStore
+from herder.group_loop import HerderSettings
 from herder.herder import DistributedHerder
+from herder.membership import GroupMember
+from herder.status_store import StatusStore
+from herder.topics import ensure_compacted_topics
+from protocol import PROTOCOL_NAME
 from rest.app import create_app
 from rest.loggers import LoggerLevels
 from rest.security import RestSecurity
@@ -110,12 +117,7 @@ class WorkerService:
             ),
         )
         self._logger_levels = LoggerLevels()
-        self.herder = DistributedHerder(
-            config,
-            self._runtime,
-            self._plugins,
-            set_logger_level=self._logger_levels.set_level,
-        )
+        self.herder = _herder_for(config, self._runtime, self._plugins, self._logger_levels)
         self._stop = asyncio.Event()
 
     def request_stop(self) -> None:
@@ -157,6 +159,47 @@ class WorkerService:
         for task in (herding, serving):
             if task.done() and not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
+
+
+def _herder_for(
+    config: WorkerConfig,
+    runtime: SparkTaskRuntime,
+    plugins: RegistryPlugins,
+    logger_levels: LoggerLevels,
+) -> DistributedHerder:
+    security = config.kafka_security()
+    servers = config.bootstrap_servers
+    topics = [
+        config.config_storage_topic,
+        config.status_storage_topic,
+        config.offset_storage_topic,
+    ]
+    return DistributedHerder(
+        HerderSettings(
+            worker_id=config.worker_id,
+            rest_url=config.rest_url,
+            connect_protocol=config.connect_protocol,
+            scheduled_rebalance_max_delay_ms=config.scheduled_rebalance_max_delay_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            group_instance_id=config.group_instance_id,
+            checkpoint_root=config.checkpoint_root,
+        ),
+        GroupMember(
+            servers,
+            config.group_id,
+            PROTOCOL_NAME,
+            session_timeout_ms=config.session_timeout_ms,
+            rebalance_timeout_ms=config.rebalance_timeout_ms,
+            instance_id=config.group_instance_id,
+            security=security,
+        ),
+        ConfigStore(servers, config.config_storage_topic, security),
+        StatusStore(servers, config.status_storage_topic, security),
+        runtime,
+        plugins,
+        prepare_topics=partial(ensure_compacted_topics, servers, topics, security),
+        set_logger_level=logger_levels.set_level,
+    )
 
 
 def install_stop_signals(service: WorkerService) -> None:

@@ -356,9 +356,17 @@ def test_loggers_on_one_worker(worker: WorkerProcess) -> None:
     api.call("GET", "/admin/loggers/no.such.logger", 404)
 
 
-def test_health_is_503_until_joined_then_200(broker: EmbeddedBroker, tmp_path: Path) -> None:
+def test_health_is_503_until_joined_and_an_early_create_waits_for_the_join(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """A user who starts a worker and POSTs at once gets 201, as from Kafka Connect, whose
+    herder queues requests until it has joined; not a 409 for an unknown leader."""
     process = WorkerProcess(
-        "health", broker.bootstrap_servers, tmp_path, tmp_path, [f"group.id=health-{free_port()}"]
+        "health",
+        broker.bootstrap_servers,
+        tmp_path / "checkpoints",
+        tmp_path,
+        [f"group.id=health-{free_port()}"],
     ).start()
     try:
         first = wait_until(
@@ -366,6 +374,10 @@ def test_health_is_503_until_joined_then_200(broker: EmbeddedBroker, tmp_path: P
         )
         assert first.status_code == 503, first.text
         assert first.json()["status"] == "starting"
+        early = {"name": "early", "config": generator_config(tmp_path / "early", 1)}
+        created = httpx.post(f"{process.url}/connectors", json=early, timeout=TIMEOUT_S)
+        assert created.status_code == 201, created.text
+        assert created.json()["name"] == "early"
         process.wait_ready(TIMEOUT_S)
         assert httpx.get(f"{process.url}/health", timeout=2).json()["status"] == "healthy"
     finally:

@@ -1,0 +1,237 @@
+"""The cluster operations behind the REST API: reading and writing connector configs,
+target states, restart requests and checkpoint offsets.
+
+Writes are the leader's (`require_leader` raises `NotLeader` elsewhere, and REST
+forwards). They run inside the group loop, one at a time, through the herder's request
+queue, so each one sees the config topic as its own check left it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from herder.config_store import ConfigStore, RestartRequest, TargetState
+from herder.errors import (
+    ConnectorExists,
+    ConnectorNotFound,
+    ConnectorNotStopped,
+    InvalidConnectorConfig,
+    InvalidOffsets,
+    TaskNotFound,
+    TasksStillRunning,
+)
+from herder.runtime import ConnectorPlugins
+from herder.status_store import Status, StatusStore
+from herder.task_configs import TaskConfigWriter
+from herder.views import ConnectorView
+from protocol.messages import ConnectorTaskId
+from worker.checkpoint_offsets import (
+    OffsetsError,
+    SourceOffset,
+    alter_offsets,
+    committed_offsets,
+    reset_offsets,
+)
+from worker.plugins import checkpoint_dir_for, checkpointed_tasks
+from worker.task_state import TaskState
+
+log = logging.getLogger(__name__)
+
+
+class ClusterAdmin:
+    def __init__(
+        self,
+        configs: ConfigStore,
+        statuses: StatusStore,
+        plugins: ConnectorPlugins,
+        task_configs: TaskConfigWriter,
+        checkpoint_root: Path,
+        require_leader: Callable[[], None],
+    ) -> None:
+        self._configs = configs
+        self._statuses = statuses
+        self._plugins = plugins
+        self._task_configs = task_configs
+        self._checkpoint_root = checkpoint_root
+        self._require_leader = require_leader
+
+    # -- reads: any worker, from its replica of the topics ---------------------------------
+
+    def connector_names(self) -> list[str]:
+        return sorted(self._configs.snapshot().connectors)
+
+    def connector(self, name: str) -> ConnectorView:
+        snapshot = self._configs.snapshot()
+        config = snapshot.connectors.get(name)
+        if config is None:
+            raise ConnectorNotFound(name)
+        try:
+            kind = self._plugins.connector_type(config)
+        except ValueError:
+            kind = "unknown"
+        count = len(snapshot.tasks_of(name))
+        return ConnectorView(
+            name=name,
+            config=config,
+            tasks=tuple(ConnectorTaskId(name, i) for i in range(count)),
+            type=kind,
+        )
+
+    def task_configs(self, name: str) -> list[tuple[ConnectorTaskId, Mapping[str, str]]]:
+        snapshot = self._configs.snapshot()
+        if name not in snapshot.connectors:
+            raise ConnectorNotFound(name)
+        return [(ConnectorTaskId(name, i), c) for i, c in enumerate(snapshot.tasks_of(name))]
+
+    def connector_status(self, name: str) -> Status | None:
+        return self._statuses.connector(name)
+
+    def task_status(self, task: ConnectorTaskId) -> Status | None:
+        """The task's last status; raises unless the connector currently has that task."""
+        if task.task not in range(len(self.connector(task.connector).tasks)):
+            raise TaskNotFound(task)
+        return self._statuses.task(task)
+
+    def connector_offsets(self, name: str) -> list[SourceOffset]:
+        """What each task's checkpoint says it has committed (KIP-875's GET offsets)."""
+        if name not in self._configs.snapshot().connectors:
+            raise ConnectorNotFound(name)
+        return [
+            offset
+            for task in checkpointed_tasks(self._checkpoint_root, name)
+            for offset in committed_offsets(self._checkpoint(name, task), task)
+        ]
+
+    # -- writes: the leader's, one at a time -----------------------------------------------
+
+    async def create_connector(
+        self, name: str, config: Mapping[str, str], initial_state: TargetState
+    ) -> ConnectorView:
+        await self._leader_caught_up()
+        if name in self._configs.snapshot().connectors:
+            raise ConnectorExists(name)
+        return await self._write_config(name, config, initial_state)
+
+    async def put_connector_config(
+        self, name: str, config: Mapping[str, str]
+    ) -> tuple[bool, ConnectorView]:
+        """Create or replace a connector's config; whether it was created."""
+        await self._leader_caught_up()
+        created = name not in self._configs.snapshot().connectors
+        view = await self._write_config(name, config, TargetState.STARTED if created else None)
+        return created, view
+
+    async def patch_connector_config(
+        self, name: str, patch: Mapping[str, str | None]
+    ) -> ConnectorView:
+        """Merge `patch` into the config; a None value removes that key (KIP-477)."""
+        await self._leader_caught_up()
+        current = self._configs.snapshot().connectors.get(name)
+        if current is None:
+            raise ConnectorNotFound(name)
+        merged = {key: value for key, value in {**current, **patch}.items() if value is not None}
+        return await self._write_config(name, merged, None)
+
+    async def _write_config(
+        self, name: str, config: Mapping[str, str], target_state: TargetState | None
+    ) -> ConnectorView:
+        if config.get("name", name) != name:
+            raise InvalidConnectorConfig(
+                f"Connector name configuration ({config['name']}) doesn't match connector "
+                f"name in the URL ({name})"
+            )
+        full = {**config, "name": name}
+        others = {n: c for n, c in self._configs.snapshot().connectors.items() if n != name}
+        try:
+            await asyncio.to_thread(self._plugins.admit, full, others)
+        except ValueError as exc:
+            raise InvalidConnectorConfig(str(exc)) from exc
+        await self._configs.put_connector_config(name, full, target_state)
+        await self._configs.read_to_end()
+        await self._task_configs.reconcile()
+        await self._configs.read_to_end()
+        return self.connector(name)
+
+    async def set_target_state(self, name: str, state: TargetState) -> None:
+        """Pause, resume or stop a connector: every worker follows the config topic."""
+        await self._existing(name)
+        await self._configs.put_target_state(name, state)
+        await self._configs.read_to_end()
+        await self._task_configs.reconcile()
+        await self._configs.read_to_end()
+
+    async def restart(self, request: RestartRequest) -> None:
+        """Record a restart; the workers that run the work carry it out."""
+        await self._leader_caught_up()
+        if request.task is not None:
+            self.task_status(ConnectorTaskId(request.connector, request.task))
+        elif request.connector not in self._configs.snapshot().connectors:
+            raise ConnectorNotFound(request.connector)
+        await self._configs.put_restart_request(request)
+        await self._configs.read_to_end()
+
+    async def delete_connector(self, name: str) -> None:
+        await self._existing(name)
+        task_count = len(self._configs.snapshot().task_configs.get(name, ()))
+        await self._configs.delete_connector(name)
+        await self._statuses.delete_connector(name, task_count)
+        await self._configs.read_to_end()
+
+    async def alter_connector_offsets(
+        self, name: str, offsets: Mapping[int, Mapping[int, object | None]]
+    ) -> None:
+        """`offsets[task][source]`: the end offset to resume after; a task given only None
+        offsets is reset. Refused unless the connector is STOPPED and none of its tasks
+        still reports RUNNING."""
+        await self._require_stopped(name)
+        checkpointed = checkpointed_tasks(self._checkpoint_root, name)
+        unknown = sorted(set(offsets) - set(checkpointed))
+        if unknown:
+            raise InvalidOffsets(
+                f"Connector {name} has no task {unknown[0]} with a checkpoint (tasks with "
+                f"one: {checkpointed or 'none'}); only a task that has run has offsets"
+            )
+        for task, by_source in sorted(offsets.items()):
+            checkpoint = self._checkpoint(name, task)
+            try:
+                if all(offset is None for offset in by_source.values()):
+                    await asyncio.to_thread(reset_offsets, checkpoint)
+                else:
+                    await asyncio.to_thread(alter_offsets, checkpoint, by_source)
+            except OffsetsError as exc:
+                raise InvalidOffsets(f"task {task}: {exc}") from exc
+            log.info("altered the offsets of %s task %d: %s", name, task, dict(by_source))
+
+    async def reset_connector_offsets(self, name: str) -> None:
+        await self._require_stopped(name)
+        for task in checkpointed_tasks(self._checkpoint_root, name):
+            await asyncio.to_thread(reset_offsets, self._checkpoint(name, task))
+        log.info("reset the offsets of %s: its tasks start from their sources' beginning", name)
+
+    async def _leader_caught_up(self) -> None:
+        self._require_leader()
+        await self._configs.read_to_end()
+
+    async def _existing(self, name: str) -> None:
+        await self._leader_caught_up()
+        if name not in self._configs.snapshot().connectors:
+            raise ConnectorNotFound(name)
+
+    async def _require_stopped(self, name: str) -> None:
+        await self._existing(name)
+        if self._configs.snapshot().target_state(name) is not TargetState.STOPPED:
+            raise ConnectorNotStopped(name)
+        await self._statuses.read_to_end()
+        running = sorted(
+            task
+            for task, status in self._statuses.tasks_of(name).items()
+            if status.state in (TaskState.RUNNING, TaskState.RESTARTING)
+        )
+        if running:
+            raise TasksStillRunning(name, running)
+
+    def _checkpoint(self, name: str, task: int) -> Path:
+        return checkpoint_dir_for(self._checkpoint_root, name, task)

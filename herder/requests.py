@@ -1,0 +1,86 @@
+"""REST requests enter the herder through one queue that its group loop drains.
+
+Kafka Connect's herder works the same way: a request never runs beside the loop, so a
+connector write cannot interleave with the handling of a config change or a rebalance,
+and a request that arrives before the worker has joined the group waits for the join
+(up to a time-out) instead of failing because no leader is known yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from herder.errors import HerderError
+
+DEFAULT_REQUEST_TIMEOUT_S = 90.0
+"""Kafka Connect's REST request time-out."""
+
+_Result = TypeVar("_Result")
+_Request = tuple[Callable[[], Awaitable[Any]], "asyncio.Future[Any]"]
+
+
+class RequestTimedOut(HerderError):
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(
+            "Cannot complete request because of a conflicting operation (e.g. worker "
+            f"rebalance): the worker has not been able to serve it within {timeout_s:g} s"
+        )
+
+
+class WorkerStopping(HerderError):
+    def __init__(self) -> None:
+        super().__init__("the worker is shutting down; send the request to another worker")
+
+
+class RequestQueue:
+    """Requests in arrival order; `run_pending` runs them one at a time in the loop."""
+
+    def __init__(self, timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
+        self._timeout_s = timeout_s
+        self._pending: deque[_Request] = deque()
+        self._closed = False
+        self.arrived = asyncio.Event()
+
+    async def submit(self, request: Callable[[], Awaitable[_Result]]) -> _Result:
+        """Queue `request` and wait for the loop to have run it; its exception, if any,
+        is raised here. A request not yet started when the time-out passes (or its caller
+        goes away) never runs."""
+        if self._closed:
+            raise WorkerStopping()
+        done: asyncio.Future[_Result] = asyncio.get_running_loop().create_future()
+        self._pending.append((request, done))
+        self.arrived.set()
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                return await asyncio.shield(done)
+        except TimeoutError:
+            raise RequestTimedOut(self._timeout_s) from None
+        finally:
+            done.cancel()
+
+    async def run_pending(self) -> None:
+        """Run what is queued now; what arrives meanwhile waits for the next call."""
+        self.arrived.clear()
+        for _ in range(len(self._pending)):
+            request, done = self._pending.popleft()
+            if done.done():
+                continue
+            try:
+                result = await request()
+            except Exception as exc:
+                if not done.done():
+                    done.set_exception(exc)
+            else:
+                if not done.done():
+                    done.set_result(result)
+
+    def close(self) -> None:
+        """Refuse new requests and fail the queued ones: the loop will not run them."""
+        self._closed = True
+        while self._pending:
+            _, done = self._pending.popleft()
+            if not done.done():
+                done.set_exception(WorkerStopping())

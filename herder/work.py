@@ -1,0 +1,252 @@
+"""The work this worker runs: its connectors and Spark tasks, and the statuses it writes.
+
+The group loop decides what this worker owns; this module starts and stops that work,
+keeps it in step with the config topic between rebalances (target states, changed task
+configs, restart requests) and reports every change to the status topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from functools import partial
+
+from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
+from herder.runtime import ConnectorPlugins, TaskRuntime
+from herder.status_store import Status, StatusStore
+from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
+from worker.task_state import TaskState
+
+log = logging.getLogger(__name__)
+
+CONNECTOR_STATE = {
+    TargetState.STARTED: TaskState.RUNNING,
+    TargetState.PAUSED: TaskState.PAUSED,
+    TargetState.STOPPED: TaskState.STOPPED,
+}
+
+
+class LocalWork:
+    """What this worker owns, and the statuses it reports for it.
+
+    `generation` tells the generation a status happened in; `clock` the time a task
+    started running.
+    """
+
+    def __init__(
+        self,
+        worker_id: str,
+        runtime: TaskRuntime,
+        plugins: ConnectorPlugins,
+        configs: ConfigStore,
+        statuses: StatusStore,
+        generation: Callable[[], int],
+        clock: Callable[[], float],
+    ) -> None:
+        self._worker_id = worker_id
+        self._runtime = runtime
+        self._plugins = plugins
+        self._configs = configs
+        self._statuses = statuses
+        self._generation = generation
+        self._clock = clock
+        self.owned: Allocation = EMPTY_ALLOCATION
+        self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
+        self._connector_targets: dict[str, TargetState] = {}
+        self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
+        self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
+        self._status_writer: asyncio.Task[None] | None = None
+
+    # -- starting and stopping -------------------------------------------------------------
+
+    def start(self, assigned: Allocation) -> None:
+        """Start in the background: a Spark query can take seconds to start under load, and
+        the group loop must stay free to rejoin the next rebalance meanwhile."""
+        snapshot = self._configs.snapshot()
+        self.owned = self.owned.union(assigned)
+        for connector in sorted(assigned.connectors):
+            self._start_connector(connector, snapshot)
+        for task in sorted(assigned.tasks):
+            starting = asyncio.create_task(self._start_task(task, snapshot), name=f"start-{task}")
+            self._starting[task] = starting
+            starting.add_done_callback(partial(self._started, task))
+
+    async def stop(self, revoked: Allocation) -> None:
+        """Give the work up first, then stop it: while the stops are awaited, a restart
+        request or a config change must not start a revoked task again (and claim it
+        from its next owner)."""
+        revoked = revoked.intersection(self.owned)
+        if revoked.is_empty():
+            return
+        self.owned = self.owned.minus(revoked)
+        await asyncio.gather(*(self._starting[t] for t in revoked.tasks if t in self._starting))
+        held = self._runtime.held()
+        await asyncio.gather(
+            *(self._runtime.stop_task(t) for t in sorted(revoked.tasks) if t in held)
+        )
+        for task in sorted(revoked.tasks):
+            self._started_configs.pop(task, None)
+            self._report(task, TaskState.UNASSIGNED)
+        for connector in sorted(revoked.connectors):
+            self._connector_targets.pop(connector, None)
+            self._report(connector, TaskState.UNASSIGNED)
+
+    async def stop_all(self) -> None:
+        await self.stop(self.owned)
+
+    def _started(self, task: ConnectorTaskId, done: asyncio.Task[None]) -> None:
+        if self._starting.get(task) is done:
+            del self._starting[task]
+        if not done.cancelled() and done.exception() is not None:
+            log.error("starting task %s failed", task, exc_info=done.exception())
+
+    def _start_connector(self, name: str, snapshot: ConfigSnapshot) -> None:
+        config = snapshot.connectors.get(name)
+        if config is None:
+            return
+        target = snapshot.target_state(name)
+        self._connector_targets[name] = target
+        try:
+            self._plugins.validate(config)
+        except ValueError as exc:
+            self._report(name, TaskState.FAILED, str(exc))
+            return
+        self._report(name, CONNECTOR_STATE[target])
+
+    async def _start_task(self, task: ConnectorTaskId, snapshot: ConfigSnapshot) -> None:
+        """Starts only work this worker still owns: a restart or reconfiguration that
+        began before a revocation must not outlive it."""
+        task_config = snapshot.task_config(task)
+        connector_config = snapshot.connectors.get(task.connector)
+        if task_config is None or connector_config is None or task not in self.owned.tasks:
+            return
+        self._started_configs[task] = task_config
+        if snapshot.target_state(task.connector) is TargetState.PAUSED:
+            self._report(task, TaskState.PAUSED)
+            return
+        await self._runtime.start_task(task, connector_config, task_config, self._generation())
+
+    # -- following the config topic --------------------------------------------------------
+
+    async def follow_config(self, snapshot: ConfigSnapshot) -> None:
+        """Bring what this worker runs in line with the config topic between rebalances:
+        target states, changed task configs and restart requests."""
+        for name in sorted(self.owned.connectors):
+            if self._connector_targets.get(name) != snapshot.target_state(name):
+                self._start_connector(name, snapshot)
+        await self._restart_reconfigured_tasks(snapshot)
+        for request in self._configs.take_restart_requests():
+            await self._restart(request, snapshot)
+
+    async def _restart(self, request: RestartRequest, snapshot: ConfigSnapshot) -> None:
+        """Carry out the part of a restart request that concerns what this worker runs;
+        a task restarts from its checkpoint."""
+        if request.connector in self.owned.connectors:
+            status = self._statuses.connector(request.connector)
+            if request.covers_connector(self._failed_here(status)):
+                self._report(request.connector, TaskState.RESTARTING)
+                self._start_connector(request.connector, snapshot)
+        for task in sorted(self.owned.tasks):
+            failed = self._failed_here(self._statuses.task(task))
+            if (
+                task not in self.owned.tasks
+                or task in self._starting
+                or not request.covers_task(task, failed)
+            ):
+                continue
+            self._report(task, TaskState.RESTARTING)
+            if task in self._runtime.held():
+                await self._runtime.stop_task(task)
+            await self._start_task(task, snapshot)
+
+    async def _restart_reconfigured_tasks(self, snapshot: ConfigSnapshot) -> None:
+        """Restart running tasks whose task config or target state changed under them."""
+        for task in sorted(self.owned.tasks):
+            wanted = snapshot.task_config(task)
+            paused = snapshot.target_state(task.connector) is TargetState.PAUSED
+            held = task in self._runtime.held()
+            if wanted is None or task not in self.owned.tasks or task in self._starting:
+                continue
+            if paused and held:
+                await self._runtime.stop_task(task)
+                self._report(task, TaskState.PAUSED)
+            elif not paused and (not held or self._started_configs.get(task) != wanted):
+                if held:
+                    await self._runtime.stop_task(task)
+                await self._start_task(task, snapshot)
+
+    def _failed_here(self, status: Status | None) -> bool:
+        return (
+            status is not None
+            and status.state is TaskState.FAILED
+            and status.worker_id == self._worker_id
+        )
+
+    # -- statuses --------------------------------------------------------------------------
+
+    def mark_unassigned(self, unplaced: Allocation) -> None:
+        """Leader only: lost work that waits for the delay shows UNASSIGNED, not the RUNNING
+        its dead worker last wrote (the newer generation wins on read)."""
+        for task in sorted(unplaced.tasks):
+            status = self._statuses.task(task)
+            if status is not None and status.state is not TaskState.UNASSIGNED:
+                self._report(task, TaskState.UNASSIGNED)
+        for connector in sorted(unplaced.connectors):
+            status = self._statuses.connector(connector)
+            if status is not None and status.state is not TaskState.UNASSIGNED:
+                self._report(connector, TaskState.UNASSIGNED)
+
+    def on_task_state(self, task: ConnectorTaskId, state: TaskState, trace: str | None) -> None:
+        """The runtime's callback; must be called on the herder's event loop."""
+        if task in self.owned.tasks:
+            self._report(task, state, trace)
+
+    def _report(
+        self, item: str | ConnectorTaskId, state: TaskState, trace: str | None = None
+    ) -> None:
+        """Queue a status write, unless the connector was deleted (its statuses are gone).
+
+        The status carries the generation it happened in, not the one current when the
+        write goes out: a stop written late must not outrank the new owner's start.
+        """
+        connector = item.connector if isinstance(item, ConnectorTaskId) else item
+        if not self._configs.has_connector(connector):
+            return
+        started_at = None
+        if isinstance(item, ConnectorTaskId) and state is TaskState.RUNNING:
+            started_at = datetime.fromtimestamp(self._clock(), UTC).isoformat(
+                timespec="milliseconds"
+            )
+        status = Status(state, self._worker_id, self._generation(), trace, started_at)
+        self._status_writes.put_nowait((item, status))
+
+    def start_status_writer(self) -> None:
+        self._status_writer = asyncio.create_task(self._write_statuses(), name="status-writer")
+
+    async def close_status_writer(self, flush_timeout_s: float) -> None:
+        """Write what is queued (up to `flush_timeout_s`), then stop writing."""
+        try:
+            async with asyncio.timeout(flush_timeout_s):
+                await self._status_writes.join()
+        except TimeoutError:
+            log.warning("gave up writing the last statuses: the broker does not answer")
+        if self._status_writer is not None:
+            self._status_writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._status_writer
+
+    async def _write_statuses(self) -> None:
+        while True:
+            item, status = await self._status_writes.get()
+            try:
+                if isinstance(item, ConnectorTaskId):
+                    await self._statuses.put_task(item, status)
+                else:
+                    await self._statuses.put_connector(item, status)
+            except Exception:
+                log.exception("could not write the status of %s", item)
+            finally:
+                self._status_writes.task_done()
