@@ -28,6 +28,7 @@ from herder.status_store import Status, StatusStore
 from herder.task_configs import TaskConfigWriter
 from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
+from worker.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
 from worker.checkpoint_offsets import (
     OffsetsError,
     SourceOffset,
@@ -35,7 +36,6 @@ from worker.checkpoint_offsets import (
     committed_offsets,
     reset_offsets,
 )
-from worker.plugins import checkpoint_dir_for, checkpointed_tasks
 from worker.task_state import TaskState
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from herder.membership import CoordinatorUnavailable, MembershipError
+from rest.security import RestSecurity
 from sparkherd.service import ListenError, WorkerService, install_stop_signals
 from worker.config import ConfigError, WorkerConfig, load_worker_config
 from worker.embedded_broker import BrokerEngine, BrokerStartError, EmbeddedBroker, TansuEngine
@@ -132,7 +133,8 @@ def broker_engine(name: str, data_dir: Path) -> BrokerEngine:
 
 def _run_worker(args: argparse.Namespace) -> int:
     config = load_worker_config(args.config, os.environ, args.set)
-    asyncio.run(_serve(config))
+    rest_security = RestSecurity.from_config(config)
+    asyncio.run(_serve(config, rest_security))
     return 0
 
 
@@ -149,19 +151,20 @@ def _run_up(args: argparse.Namespace) -> int:
         # which Spark's JVM source trusts: it would leave the newest records unread.
         defaults.append("kafka.jvm.connector=none")
     config = load_worker_config(args.config, os.environ, [*defaults, *args.set])
+    rest_security = RestSecurity.from_config(config)
     engine = broker_engine(args.broker, data_dir / "kafka")
     with EmbeddedBroker(port=args.broker_port, log_file=data_dir / "broker.log", engine=engine):
-        asyncio.run(_serve(config))
+        asyncio.run(_serve(config, rest_security))
     return 0
 
 
-async def _serve(config: WorkerConfig) -> None:
+async def _serve(config: WorkerConfig, rest_security: RestSecurity) -> None:
     if config.ignored_keys:
         log.info(
             "ignoring Kafka Connect keys sparkherd has no use for: %s",
             ", ".join(config.ignored_keys),
         )
-    service = WorkerService(config)
+    service = WorkerService(config, rest_security)
     install_stop_signals(service)
     await service.run()
 

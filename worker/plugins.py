@@ -1,48 +1,38 @@
-"""The connector plugin API, and how a `connector.class` value finds its plugin.
+"""The connector plugin API: what a connector author implements, and what a task is given.
 
 A connector validates its config, splits its work into task configs, and makes tasks;
 a task starts one Spark structured-streaming query. The framework owns everything
 around that: the `tasks.max` setting, where checkpoints live, which scheduler pool a
-query runs in, starting and stopping. Plugins come built in, from the Python entry-point
-group `sparkherd.connectors`, and are looked up by alias, simple class name or fully
-qualified name, as Kafka Connect finds them. Only registered plugins resolve: a
-`connector.class` arrives over REST, and importing whatever module it names would let a
-caller run module-level code (or `SystemExit`) inside the worker.
+query runs in, starting and stopping. This is the module a plugin imports (README:
+"a `worker.plugins.Connector` subclass"); how a `connector.class` value finds a plugin
+is `worker.plugin_registry`.
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
-from worker.names import check_name
+from worker.checkpoint_layout import TASK_DIR_PREFIX, checkpoint_dir_for, checkpointed_tasks
 from worker.task_claims import Claim
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-ENTRY_POINT_GROUP: Final = "sparkherd.connectors"
 NonEmptyStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 """A string setting with its surrounding whitespace stripped; empty is refused."""
 JAVA_INT_MAX: Final = 2**31 - 1
 """The bound of every integer setting, as Connect's INT type has: Spark takes these
 values as Java ints or longs, and a larger one would reach it as an overflow."""
-CONNECTOR_CLASS: Final = "connector.class"
-TASK_DIR_PREFIX: Final = "task-"
 WHOLE_CONFIG: Final = "<config>"
 """The key a problem is filed under when it concerns no single setting."""
-
-log = logging.getLogger(__name__)
 
 Settings = TypeVar("Settings", bound=BaseModel)
 
@@ -65,17 +55,6 @@ class ConnectorConfigError(ValueError):
         self.problems = tuple(problems)
         super().__init__(
             "Invalid connector configuration: " + "; ".join(str(p) for p in self.problems)
-        )
-
-
-class UnknownPluginError(LookupError):
-    """No connector plugin matches a `connector.class` value."""
-
-    def __init__(self, requested: str, reason: str, available: Iterable[str]) -> None:
-        self.requested = requested
-        listing = ", ".join(available) or "none"
-        super().__init__(
-            f"Unknown connector plugin {requested!r}: {reason}. Available plugins: {listing}"
         )
 
 
@@ -123,31 +102,11 @@ class TaskContext:
         }
 
 
-def checkpoint_dir_for(checkpoint_root: Path, connector: str, task: int) -> Path:
-    """`<checkpoint_root>/<connector>/task-<i>`: the same on every worker sharing the root.
-
-    A connector name is user input: one that breaks the name rule (`worker.names`) is
-    refused rather than letting it point a checkpoint somewhere else.
-    """
-    return checkpoint_root / check_name(connector) / f"{TASK_DIR_PREFIX}{task}"
-
-
 def task_output_path(output_path: str, task: int) -> str:
     """`<output_path>/task-<i>`: a file sink keeps its own commit log in its directory,
     so each task's query writes a directory of its own. A string, not a Path: the
     output may be a URI (s3a://, hdfs://) that Path would mangle."""
     return f"{output_path.rstrip('/')}/{TASK_DIR_PREFIX}{task}"
-
-
-def checkpointed_tasks(checkpoint_root: Path, connector: str) -> list[int]:
-    """The task numbers that have a checkpoint directory under `checkpoint_dir_for`."""
-    root = checkpoint_dir_for(checkpoint_root, connector, 0).parent
-    names = [path.name for path in root.iterdir()] if root.is_dir() else []
-    return sorted(
-        int(name.removeprefix(TASK_DIR_PREFIX))
-        for name in names
-        if name.startswith(TASK_DIR_PREFIX) and name.removeprefix(TASK_DIR_PREFIX).isdigit()
-    )
 
 
 class Task(ABC):
@@ -204,110 +163,3 @@ class Connector(ABC):
 
     @abstractmethod
     def create_task(self) -> Task: ...
-
-
-def qualified_name(connector: type[Connector]) -> str:
-    return f"{connector.__module__}.{connector.__qualname__}"
-
-
-def _is_plugin(candidate: object) -> bool:
-    return (
-        inspect.isclass(candidate)
-        and issubclass(candidate, Connector)
-        and not inspect.isabstract(candidate)
-    )
-
-
-class PluginRegistry:
-    """The connector plugins this worker knows, looked up by alias, class name or path."""
-
-    def __init__(
-        self, connectors: Iterable[type[Connector]] = (), installed: Iterable[EntryPoint] = ()
-    ) -> None:
-        self._by_alias: dict[str, type[Connector]] = {}
-        for connector in connectors:
-            self.register(connector)
-        for entry_point in installed:
-            self._register_entry_point(entry_point)
-
-    @classmethod
-    def discover(cls, builtins: Iterable[type[Connector]]) -> PluginRegistry:
-        """`builtins` plus every plugin installed under the `sparkherd.connectors` group."""
-        return cls(builtins, entry_points(group=ENTRY_POINT_GROUP))
-
-    def register(self, connector: type[Connector]) -> None:
-        if not _is_plugin(connector):
-            raise TypeError(f"{connector!r} is not a concrete Connector subclass")
-        known = self._by_alias.get(connector.name)
-        if known is not None and known is not connector:
-            raise ValueError(
-                f"Plugin alias {connector.name!r} is claimed by both {qualified_name(known)} "
-                f"and {qualified_name(connector)}"
-            )
-        self._by_alias[connector.name] = connector
-
-    def _register_entry_point(self, entry_point: EntryPoint) -> None:
-        """A broken third-party plugin is logged and skipped: the worker must still start."""
-        try:
-            self.register(entry_point.load())
-        except Exception:
-            log.warning(
-                "Skipping connector plugin entry point %s = %s",
-                entry_point.name,
-                entry_point.value,
-                exc_info=True,
-            )
-
-    def list_plugins(self) -> list[type[Connector]]:
-        return [self._by_alias[alias] for alias in sorted(self._by_alias)]
-
-    def resolve(self, class_name: str) -> type[Connector]:
-        requested = class_name.strip()
-        if requested in self._by_alias:
-            return self._by_alias[requested]
-        matches = [
-            c
-            for c in self._by_alias.values()
-            if requested in (c.__name__, c.__qualname__, qualified_name(c))
-        ]
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            names = ", ".join(qualified_name(c) for c in matches)
-            self._fail(requested, f"ambiguous, it names {names}; use an alias or a full path")
-        self._fail(
-            requested,
-            "no installed plugin has this alias, class name or qualified name (plugins are "
-            f"built in or installed under the {ENTRY_POINT_GROUP!r} entry-point group)",
-        )
-
-    def _fail(self, requested: str, reason: str) -> NoReturn:
-        available = (f"{c.name} ({qualified_name(c)})" for c in self.list_plugins())
-        raise UnknownPluginError(requested, reason, available)
-
-
-class _FrameworkSettings(BaseModel):
-    """The settings every connector has, which the framework rather than the plugin reads."""
-
-    model_config = ConfigDict(frozen=True)
-
-    connector_class: NonEmptyStr = Field(alias=CONNECTOR_CLASS)
-    tasks_max: int = Field(default=1, alias="tasks.max", ge=1, le=JAVA_INT_MAX)
-
-
-@dataclass(frozen=True)
-class ValidatedConnector:
-    """A connector config that passed the framework's and the plugin's checks."""
-
-    connector: Connector
-    tasks_max: int
-    settings: BaseModel
-
-
-def validate_connector_config(
-    registry: PluginRegistry, config: Mapping[str, str]
-) -> ValidatedConnector:
-    """Check a connector config end to end; raise ConnectorConfigError or UnknownPluginError."""
-    framework = parse_config(_FrameworkSettings, config)
-    connector = registry.resolve(framework.connector_class)()
-    return ValidatedConnector(connector, framework.tasks_max, connector.validate(config))

@@ -38,9 +38,10 @@ from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.processes import ready_worker, running_broker, wait_until
 from tests.support.rest_client import Api
+from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connectors.kafka_to_files import ASSIGN_KEY, KafkaToFilesTask
 from worker.kafka.source import format_assignment
-from worker.plugins import TaskContext, checkpoint_dir_for
+from worker.plugins import TaskContext
 from worker.spark_kafka_jars import spark_kafka_jars
 from worker.spark_session import SparkSessionProvider
 

@@ -29,7 +29,7 @@ from tests.support.cluster import generator_config
 from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
 from worker.spark_session import SparkSessionProvider
-from worker.task_runtime import SparkTaskRuntime
+from worker.spark_task_runtime import SparkTaskRuntime
 from worker.task_state import TaskState
 
 GENERATION = 1

@@ -16,10 +16,11 @@ from pyspark.sql import functions as F
 from protocol.messages import ConnectorTaskId
 from tests.support.plugins import plugins_for
 from worker.connectors.generator import GeneratorConnector
-from worker.plugins import Connector, PluginRegistry, Task, TaskContext, parse_config
+from worker.plugin_registry import PluginRegistry
+from worker.plugins import Connector, Task, TaskContext, parse_config
 from worker.spark_session import SparkSessionProvider
+from worker.spark_task_runtime import SparkTaskRuntime, job_tag, stop_between_batches
 from worker.task_claims import claim
-from worker.task_runtime import SparkTaskRuntime, job_tag, stop_between_batches
 from worker.task_state import TaskState
 
 if TYPE_CHECKING:

@@ -8,9 +8,10 @@ import pytest
 
 from tests.support.plugins import no_spark
 from worker.config_providers import ConfigProviders
-from worker.connector_plugins import MAX_TASK_CONFIGS_BYTES, RegistryPlugins
+from worker.connector_configs import MAX_TASK_CONFIGS_BYTES, RegistryPlugins
 from worker.connectors import default_registry
-from worker.plugins import ConnectorConfigError, UnknownPluginError
+from worker.plugin_registry import UnknownPluginError
+from worker.plugins import ConnectorConfigError
 
 SECRET = "hunter2-do-not-print"
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from worker.config import WorkerConfig
 from worker.config_providers import ConfigProviders
-from worker.connector_plugins import RegistryPlugins
-from worker.plugins import PluginRegistry
+from worker.connector_configs import RegistryPlugins
+from worker.plugin_registry import PluginRegistry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

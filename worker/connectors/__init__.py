@@ -5,7 +5,8 @@ from __future__ import annotations
 from worker.connectors.files_to_kafka import FilesToKafkaConnector
 from worker.connectors.generator import GeneratorConnector
 from worker.connectors.kafka_to_files import KafkaToFilesConnector
-from worker.plugins import Connector, PluginRegistry
+from worker.plugin_registry import PluginRegistry
+from worker.plugins import Connector
 
 BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (
     FilesToKafkaConnector,

@@ -13,11 +13,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field, SecretStr, model_validator
 
-from rest.connector_plugins import connect_type, connector_plugins_router
+from rest.connector_plugins_routes import connect_type, connector_plugins_router
 from rest.errors import error_response
 from tests.support.plugins import plugins_for
 from worker.connectors.generator import GeneratorConnector
-from worker.plugins import Connector, PluginRegistry, Task, qualified_name
+from worker.plugin_registry import PluginRegistry, qualified_name
+from worker.plugins import Connector, Task
 
 GENERATOR = qualified_name(GeneratorConnector)
 GENERATOR_KEYS = [

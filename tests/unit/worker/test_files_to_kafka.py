@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from aiokafka import TopicPartition
 
+from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connectors.files_to_kafka import (
     SPLIT_KEY,
     FilesToKafkaConnector,
@@ -18,7 +19,7 @@ from worker.connectors.files_to_kafka import (
     parse_split,
 )
 from worker.kafka.sink import IntentLog, OutRow, numbered
-from worker.plugins import ConnectorConfigError, TaskContext, checkpoint_dir_for, parse_config
+from worker.plugins import ConnectorConfigError, TaskContext, parse_config
 
 BASE = {
     "connector.class": "files-to-kafka",

@@ -10,20 +10,16 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
+from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connectors import BUILTIN_CONNECTORS, generator
 from worker.connectors.generator import GeneratorConnector, GeneratorSettings
-from worker.plugins import (
+from worker.plugin_registry import (
     ENTRY_POINT_GROUP,
-    Connector,
-    ConnectorConfigError,
     PluginRegistry,
-    Task,
     UnknownPluginError,
-    checkpoint_dir_for,
-    parse_config,
-    task_output_path,
     validate_connector_config,
 )
+from worker.plugins import Connector, ConnectorConfigError, Task, parse_config, task_output_path
 
 
 class EchoSettings(BaseModel):
@@ -225,7 +221,7 @@ def test_entry_point_plugins_are_registered_and_broken_ones_skipped(
         EntryPoint("not-a-connector", "pathlib:Path", ENTRY_POINT_GROUP),
     ]
 
-    with caplog.at_level(logging.WARNING, logger="worker.plugins"):
+    with caplog.at_level(logging.WARNING, logger="worker.plugin_registry"):
         registry = PluginRegistry(BUILTIN_CONNECTORS, installed)
 
     assert registry.list_plugins() == [EchoConnector, *BUILTIN_CONNECTORS]

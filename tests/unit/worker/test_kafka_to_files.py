@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from aiokafka import TopicPartition
 
+from worker.checkpoint_layout import checkpoint_dir_for
 from worker.checkpoint_offsets import alter_offsets
 from worker.connectors.kafka_to_files import (
     DEFAULT_TRANSFORM,
@@ -17,7 +18,7 @@ from worker.connectors.kafka_to_files import (
     split_partitions,
 )
 from worker.kafka.source import format_assignment, parse_assignment
-from worker.plugins import ConnectorConfigError, TaskContext, checkpoint_dir_for, parse_config
+from worker.plugins import ConnectorConfigError, TaskContext, parse_config
 
 BASE = {
     "connector.class": "kafka-to-files",

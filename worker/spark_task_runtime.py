@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from protocol.messages import ConnectorTaskId
-from worker.connector_plugins import RegistryPlugins
-from worker.plugins import TaskContext, checkpoint_dir_for
+from worker.checkpoint_layout import checkpoint_dir_for
+from worker.connector_configs import RegistryPlugins
+from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
 from worker.task_claims import Claim, claim
 from worker.task_state import TaskState, TaskStatus
@@ -110,7 +111,8 @@ class _TaskRun:
 
 
 class SparkTaskRuntime:
-    """The worker's connector tasks, each one streaming query on the shared session.
+    """The worker's connector tasks, each one streaming query on the shared session: what
+    the herder drives through its `herder.runtime.TaskRuntime` seam.
 
     `on_state_change` is called on the event loop whenever a task becomes RUNNING,
     FAILED, or UNASSIGNED (stopped and forgotten), so the herder can publish statuses.

@@ -1,5 +1,6 @@
-"""The herder's view of the connector plugins (see `herder.runtime.ConnectorPlugins`), and
-every check a connector config passes before the leader stores it.
+"""Connector configs through the installed plugins: every check a config passes before the
+leader stores it, the resolved config a task starts with, and the task configs as stored.
+`RegistryPlugins` is the herder's view of the plugins (`herder.runtime.ConnectorPlugins`).
 
 A stored config keeps its `${provider:...}` placeholders: plugins only ever see the
 resolved values, and what they hand back for the config topic has the placeholders put
@@ -22,18 +23,20 @@ from worker.config_providers import ConfigProviderError, ConfigProviders, has_pl
 from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
 from worker.kafka_security import ClientRole, security_settings
 from worker.locations import Locations, location_problems
-from worker.plugins import (
+from worker.plugin_registry import (
     CONNECTOR_CLASS,
+    FrameworkSettings,
+    PluginRegistry,
+    UnknownPluginError,
+    ValidatedConnector,
+    validate_connector_config,
+)
+from worker.plugins import (
     WHOLE_CONFIG,
     ConfigProblem,
     Connector,
     ConnectorConfigError,
-    PluginRegistry,
-    UnknownPluginError,
-    ValidatedConnector,
-    _FrameworkSettings,
     parse_config,
-    validate_connector_config,
 )
 
 if TYPE_CHECKING:
@@ -167,7 +170,7 @@ class RegistryPlugins:
         """The plugin's task configs from the resolved config, with the placeholders put
         back; refused when they would not fit the config topic."""
         resolved = self.resolve(config)
-        framework = parse_config(_FrameworkSettings, resolved)
+        framework = parse_config(FrameworkSettings, resolved)
         connector = self._registry.resolve(framework.connector_class)()
         tasks_max = framework.tasks_max
         inherited = self._kafka_defaults(config)
@@ -205,7 +208,7 @@ class RegistryPlugins:
             raise ValueError(str(exc)) from exc
 
     def _check_framework(self, config: Mapping[str, str]) -> None:
-        framework = parse_config(_FrameworkSettings, config)
+        framework = parse_config(FrameworkSettings, config)
         if framework.tasks_max > self._tasks_max_limit:
             raise ConnectorConfigError(
                 [

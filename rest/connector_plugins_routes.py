@@ -22,16 +22,15 @@ from pydantic.fields import FieldInfo
 
 from rest.errors import error_response
 from rest.models import ConfigValue, ErrorBody, config_string, string_config
-from worker.connector_plugins import RegistryPlugins
-from worker.plugins import (
+from worker.connector_configs import RegistryPlugins
+from worker.plugin_registry import (
     CONNECTOR_CLASS,
-    ConfigProblem,
-    Connector,
+    FrameworkSettings,
     PluginRegistry,
     UnknownPluginError,
-    _FrameworkSettings,
     qualified_name,
 )
+from worker.plugins import ConfigProblem, Connector
 
 HIDDEN: Final = "[hidden]"
 """What Connect shows instead of a PASSWORD value."""
@@ -166,7 +165,7 @@ def config_definitions(connector: type[Connector]) -> dict[str, ConfigKeyInfo]:
     A plugin that declares a framework key as well does not get it listed twice.
     """
     definitions: dict[str, ConfigKeyInfo] = {}
-    for model in (_FrameworkSettings, connector.config_model):
+    for model in (FrameworkSettings, connector.config_model):
         for name, field in model.model_fields.items():
             key = field.alias or name
             definitions.setdefault(key, _definition(key, field))

@@ -1,0 +1,375 @@
+"""`WorkerConfig`: one worker's settings under Kafka Connect's key names, checked as a whole.
+
+The model owns the keys: which exist, their types (`worker.config.values`), their
+defaults (`worker.config.defaults`) and the relations between them. Kafka Connect keys
+sparkherd has no use for are accepted and reported, so an existing
+`connect-distributed.properties` works as is; any other unknown key is an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
+from worker.config.defaults import (
+    DEFAULT_CHECKPOINT_ROOT,
+    DEFAULT_GROUP_ID,
+    DEFAULT_REST_HOST,
+    DEFAULT_REST_PORT,
+    DEFAULT_SPARK_MASTER,
+    DERIVED_FROM,
+    with_derived_defaults,
+)
+from worker.config.errors import CUSTOM_ERROR, ConfigError, invalid
+from worker.config.values import (
+    KAFKA_NAME_RULE,
+    AbsoluteDirectory,
+    BootstrapServers,
+    ConnectProtocol,
+    Host,
+    JavaInt,
+    KafkaName,
+    OptionalKafkaName,
+    int_field,
+)
+from worker.config_providers import ConfigProviderError, ConfigProviders, is_provider_key
+from worker.kafka_security import (
+    ROLES,
+    ClientRole,
+    KafkaClientSecurity,
+    KafkaSecurityError,
+    client_security,
+    is_security_key,
+    security_settings,
+)
+
+CONNECT_COMPAT_IGNORED_KEYS = frozenset(
+    {
+        "key.converter",
+        "value.converter",
+        "key.converter.schemas.enable",
+        "value.converter.schemas.enable",
+        "internal.key.converter",
+        "internal.value.converter",
+        "internal.key.converter.schemas.enable",
+        "internal.value.converter.schemas.enable",
+        "plugin.path",
+        "offset.flush.interval.ms",
+        "config.storage.replication.factor",
+        "offset.storage.replication.factor",
+        "status.storage.replication.factor",
+        "offset.storage.partitions",
+        "status.storage.partitions",
+        "rest.advertised.listener",
+    }
+)
+"""Keys found in typical Kafka Connect worker files that sparkherd has no use for.
+
+They are accepted so an existing `connect-distributed.properties` works as is; the caller
+logs them (see `WorkerConfig.ignored_keys`). Any other unknown key is an error.
+"""
+
+_SPARK_PREFIX = "spark."
+
+
+class WorkerConfig(BaseModel):
+    """One worker's settings; attribute names are snake_case, aliases the dotted keys.
+
+    Build it with `load_worker_config` (file, environment, --set), `from_mapping` or
+    `WorkerConfig(**dotted)`; all raise `ConfigError`, never a pydantic `ValidationError`.
+    Every `spark.*` key is passed to the SparkSession untouched, collected in `spark_conf`
+    (with `spark.master`). The REST server's TLS and authentication keys are held here as
+    given; the REST layer reads and checks them once at start-up (`rest.security`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bootstrap_servers: BootstrapServers = Field(
+        "127.0.0.1:9092",
+        alias="bootstrap.servers",
+        description="a comma-separated list of host:port pairs",
+    )
+    group_id: str = Field(
+        DEFAULT_GROUP_ID, alias="group.id", min_length=1, description="a non-empty string"
+    )
+    config_storage_topic: KafkaName = Field(
+        alias="config.storage.topic", description=f"a Kafka topic name of {KAFKA_NAME_RULE}"
+    )
+    status_storage_topic: KafkaName = Field(
+        alias="status.storage.topic", description=f"a Kafka topic name of {KAFKA_NAME_RULE}"
+    )
+    offset_storage_topic: KafkaName = Field(
+        alias="offset.storage.topic", description=f"a Kafka topic name of {KAFKA_NAME_RULE}"
+    )
+    rest_host_name: Host = Field(
+        DEFAULT_REST_HOST, alias="rest.host.name", description="a host name or IP address"
+    )
+    rest_port: JavaInt = int_field(DEFAULT_REST_PORT, "rest.port", 1, 65535)
+    rest_advertised_host_name: Host = Field(
+        alias="rest.advertised.host.name", description="a host name or IP address"
+    )
+    rest_advertised_port: JavaInt = int_field(DEFAULT_REST_PORT, "rest.advertised.port", 1, 65535)
+    connect_protocol: ConnectProtocol = Field(
+        "compatible",
+        alias="connect.protocol",
+        description="one of 'eager', 'compatible' or 'sessioned'",
+    )
+    scheduled_rebalance_max_delay_ms: JavaInt = int_field(
+        300_000, "scheduled.rebalance.max.delay.ms", 0
+    )
+    session_timeout_ms: JavaInt = int_field(10_000, "session.timeout.ms", 1)
+    heartbeat_interval_ms: JavaInt = int_field(3_000, "heartbeat.interval.ms", 1)
+    rebalance_timeout_ms: JavaInt = int_field(60_000, "rebalance.timeout.ms", 1)
+    group_instance_id: OptionalKafkaName = Field(
+        None,
+        alias="group.instance.id",
+        description=f"empty or {KAFKA_NAME_RULE}",
+    )
+    checkpoint_root: AbsoluteDirectory = Field(
+        Path(DEFAULT_CHECKPOINT_ROOT),
+        alias="checkpoint.root",
+        validate_default=True,
+        description="a local directory path, not a URI",
+    )
+    task_shutdown_graceful_timeout_ms: JavaInt = int_field(
+        5_000, "task.shutdown.graceful.timeout.ms", 0
+    )
+    listeners: str | None = Field(
+        None,
+        alias="listeners",
+        description="one listener URL, http://host:port or https://host:port",
+    )
+    listeners_https_ssl_certfile: Path | None = Field(
+        None, alias="listeners.https.ssl.certfile", description="a PEM certificate file path"
+    )
+    listeners_https_ssl_keyfile: Path | None = Field(
+        None, alias="listeners.https.ssl.keyfile", description="a PEM private key file path"
+    )
+    listeners_https_ssl_cafile: Path | None = Field(
+        None,
+        alias="listeners.https.ssl.cafile",
+        description="a PEM file of the CAs that sign the other workers' certificates",
+    )
+    rest_auth: Literal["none", "basic", "bearer"] = Field(
+        "none", alias="rest.auth", description="one of 'none', 'basic' or 'bearer'"
+    )
+    rest_auth_credentials: SecretStr | None = Field(
+        None,
+        alias="rest.auth.credentials",
+        description="comma-separated user:password pairs (basic) or tokens (bearer)",
+    )
+    rest_auth_credentials_file: Path | None = Field(
+        None,
+        alias="rest.auth.credentials.file",
+        description="a file path (one user:password or token per line)",
+    )
+    tasks_max_limit: JavaInt = int_field(1000, "tasks.max.limit", 1)
+    kafka_jvm_connector: Literal["maven", "none"] = Field(
+        "maven",
+        alias="kafka.jvm.connector",
+        description="'maven' (Spark's Kafka connector from Maven Central) or 'none'",
+    )
+    spark_conf: dict[str, str] = Field(
+        default_factory=lambda: {"spark.master": DEFAULT_SPARK_MASTER}
+    )
+    config_provider_settings: dict[str, str] = Field(default_factory=dict)
+    """`config.providers` and every `config.providers.<alias>.*` key, as given."""
+    kafka_security_settings: dict[str, str] = Field(default_factory=dict)
+    """`security.protocol`, `sasl.*`, `ssl.*` and their `consumer.`/`producer.`/`admin.`
+    forms, as given (see `worker.kafka_security`)."""
+
+    _given: dict[str, object] = PrivateAttr(default_factory=dict)
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _from_dotted_keys(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Reject unknown keys first, fill derived defaults, and remember what was given."""
+        if not isinstance(data, Mapping):
+            return handler(data)
+        config = handler(_model_input(data))
+        config._given = dict(data)
+        return config
+
+    @model_validator(mode="after")
+    def _check_relations(self) -> Self:
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise invalid(
+                "'heartbeat.interval.ms' must be less than 'session.timeout.ms' "
+                f"(got {self.heartbeat_interval_ms} >= {self.session_timeout_ms})",
+                "heartbeat.interval.ms",
+            )
+        for role in (None, *ROLES):
+            try:
+                self.kafka_security(role)
+            except KafkaSecurityError as exc:
+                raise invalid(str(exc), exc.key) from None
+        try:
+            ConfigProviders.from_worker_settings(self.config_provider_settings, {})
+        except ConfigProviderError as exc:
+            raise invalid(str(exc), "config.providers") from None
+        topics = [
+            ("config.storage.topic", self.config_storage_topic),
+            ("status.storage.topic", self.status_storage_topic),
+            ("offset.storage.topic", self.offset_storage_topic),
+        ]
+        for index, (key, topic) in enumerate(topics):
+            for earlier_key, earlier_topic in topics[:index]:
+                if topic == earlier_topic:
+                    raise invalid(
+                        f"'{key}' must differ from '{earlier_key}' (both are '{topic}')", key
+                    )
+        return self
+
+    def __init__(self, **values: object) -> None:
+        """Keywords are the dotted keys, e.g. `WorkerConfig(**{"rest.port": 9000})`."""
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise _to_config_error(exc.errors()[0], values) from None
+
+    @classmethod
+    def from_mapping(
+        cls, values: Mapping[str, object], origins: Mapping[str, str] | None = None
+    ) -> WorkerConfig:
+        """Validate dotted keys (and `spark.*`) into a config, raising only `ConfigError`.
+
+        `origins` says where each value came from (a file, a variable, `--set`): an error
+        about a key names it, whether found now or later (`error`).
+        """
+        known_origins = dict(origins or {})
+        try:
+            config = cls(**values)
+        except ConfigError as exc:
+            raise _with_origin(exc, known_origins) from None
+        config._origins = known_origins
+        return config
+
+    def error(self, problem: str, key: str) -> ConfigError:
+        """A problem with `key` that a check after loading found (the REST layer reads its
+        settings at start-up), told as loading tells one: with where the value came from."""
+        return _with_origin(ConfigError(problem, key), self._origins)
+
+    def with_overrides(self, **dotted_or_snake: str | int) -> WorkerConfig:
+        """A copy as if more `--set` flags were given; derived defaults are derived again."""
+        by_name = {name: field.alias for name, field in type(self).model_fields.items()}
+        overrides = {by_name.get(key) or key: str(value) for key, value in dotted_or_snake.items()}
+        origins = {**self._origins, **dict.fromkeys(overrides, "--set")}
+        return self.from_mapping({**self._given, **overrides}, origins)
+
+    @property
+    def worker_id(self) -> str:
+        """`<advertised host>:<advertised port>`, the id Kafka Connect gives a worker."""
+        host = self.rest_advertised_host_name
+        bracketed = f"[{host}]" if ":" in host else host
+        return f"{bracketed}:{self.rest_advertised_port}"
+
+    @property
+    def rest_scheme(self) -> Literal["http", "https"]:
+        https = self.listeners is not None and self.listeners.lower().startswith("https:")
+        return "https" if https else "http"
+
+    @property
+    def rest_url(self) -> str:
+        return f"{self.rest_scheme}://{self.worker_id}"
+
+    @property
+    def identity(self) -> str:
+        """Stable across restarts when `group.instance.id` is set, else the REST URL."""
+        return self.group_instance_id or self.rest_url
+
+    @property
+    def bootstrap_list(self) -> list[str]:
+        return self.bootstrap_servers.split(",")
+
+    def kafka_security(self, role: ClientRole | None = None) -> KafkaClientSecurity:
+        """How a Kafka client authenticates: the worker's own clients (no role), or a
+        connector's consumer, producer or admin client (the role's prefixed keys win)."""
+        where = (
+            f"{role}."
+            if role and any(key.startswith(f"{role}.") for key in self.kafka_security_settings)
+            else ""
+        )
+        return client_security(security_settings(self.kafka_security_settings, role), where)
+
+    @property
+    def ignored_keys(self) -> list[str]:
+        """Kafka Connect keys that were given but have no effect here, for the caller to log."""
+        return sorted(key for key in self._given if key in CONNECT_COMPAT_IGNORED_KEYS)
+
+
+_FIELDS_BY_KEY = {field.alias: field for field in WorkerConfig.model_fields.values() if field.alias}
+
+
+def _model_input(data: Mapping[str, object]) -> dict[str, object]:
+    """Split off `spark.*`, provider, security and ignored keys, then derive defaults."""
+    values: dict[str, object] = {}
+    spark_conf = {"spark.master": DEFAULT_SPARK_MASTER}
+    provider_settings: dict[str, str] = {}
+    security: dict[str, str] = {}
+    for key, raw in data.items():
+        value = raw.strip() if isinstance(raw, str) else raw
+        if key in _FIELDS_BY_KEY:
+            values[key] = value
+        elif (
+            (key.startswith(_SPARK_PREFIX) and len(key) > len(_SPARK_PREFIX))
+            or is_provider_key(key)
+            or is_security_key(key)
+        ):
+            if not isinstance(value, str):
+                raise invalid(f"'{key}' must be a string (got {value!r})", key)
+            if is_provider_key(key):
+                provider_settings[key] = value
+            elif is_security_key(key):
+                security[key] = value
+            else:
+                spark_conf[key] = value
+        elif key not in CONNECT_COMPAT_IGNORED_KEYS:
+            raise invalid(f"unknown key '{key}'", key, _did_you_mean(key))
+    if not spark_conf["spark.master"]:
+        raise invalid(
+            "'spark.master' must be a Spark master URL such as local[*] (got '')", "spark.master"
+        )
+    return {
+        **with_derived_defaults(values),
+        "spark_conf": spark_conf,
+        "config_provider_settings": provider_settings,
+        "kafka_security_settings": security,
+    }
+
+
+def _did_you_mean(key: str) -> list[str]:
+    known = [*_FIELDS_BY_KEY, "spark.master"]
+    return [f"did you mean '{match}'?" for match in difflib.get_close_matches(key, known, n=1)]
+
+
+def _to_config_error(error: ErrorDetails, given: Mapping[str, object]) -> ConfigError:
+    if error["type"] == CUSTOM_ERROR:
+        context = error.get("ctx", {})
+        return ConfigError(error["msg"], context.get("key"), context.get("hints", ()))
+    key = str(error["loc"][0])
+    field = _FIELDS_BY_KEY[key]
+    shown = given.get(key, error["input"])
+    hints = (
+        [f"derived from '{DERIVED_FROM[key]}'"] if key not in given and key in DERIVED_FROM else []
+    )
+    return ConfigError(f"'{key}' must be {field.description} (got {shown!r})", key, hints)
+
+
+def _with_origin(error: ConfigError, origins: Mapping[str, str]) -> ConfigError:
+    origin = origins.get(error.key) if error.key is not None else None
+    return error if origin is None else error.with_origin(origin)
