@@ -22,13 +22,13 @@ from herder.errors import (
     TaskNotFound,
     TasksStillRunning,
 )
-from herder.herder import DistributedHerder
 from rest.auth import require_authentication
 from rest.body_limit import BodyLimit
 from rest.connector_plugins import connector_plugins_router
 from rest.connectors import connectors_router
 from rest.errors import error_response
 from rest.forwarding import FORWARDED_HEADER, forward_to_leader
+from rest.herder_api import HerderApi, HerderDep, provide_herder
 from rest.leave_group import leave_group_router
 from rest.loggers import LoggerLevels, loggers_router
 from rest.models import ClusterBody, HealthBody, ServerInfoBody, WorkerBody
@@ -51,7 +51,7 @@ ERROR_STATUS: dict[type[HerderError], int] = {
 
 
 def create_app(
-    herder: DistributedHerder,
+    herder: HerderApi,
     cluster_id: Callable[[], str | None],
     commit: str,
     plugins: RegistryPlugins,
@@ -59,6 +59,7 @@ def create_app(
     security: RestSecurity,
 ) -> FastAPI:
     app = FastAPI(title="sparkherd", version=package_version("sparkherd"))
+    provide_herder(app, herder)
 
     @app.exception_handler(HerderError)
     async def _herder_error(request: Request, exc: HerderError) -> Response:
@@ -94,7 +95,7 @@ def create_app(
         response_model=HealthBody,
         responses={503: {"model": HealthBody}, 500: {"model": HealthBody}},
     )
-    async def health() -> Response:
+    async def health(herder: HerderDep) -> Response:
         """KIP-1017: 200 once the worker has joined the group and read its configs, 503
         while it starts, 500 when it was ready and no longer is."""
         if herder.ready:
@@ -112,7 +113,7 @@ def create_app(
         return JSONResponse(body.model_dump(), status_code=503)
 
     @app.get("/workers", response_model=ClusterBody)
-    async def workers() -> ClusterBody:
+    async def workers(herder: HerderDep) -> ClusterBody:
         """Extension: this worker's view of the group and of who runs what."""
         view = herder.cluster_view()
         return ClusterBody(
@@ -131,11 +132,11 @@ def create_app(
             ],
         )
 
-    app.include_router(connectors_router(herder))
-    app.include_router(offsets_router(herder))
+    app.include_router(connectors_router())
+    app.include_router(offsets_router())
     app.include_router(connector_plugins_router(plugins))
     app.include_router(loggers_router(logger_levels, herder))
-    app.include_router(leave_group_router(herder))
+    app.include_router(leave_group_router())
     # The last middleware added runs first: credentials are checked before a byte of the
     # body is read, so an unauthenticated caller cannot make the worker buffer 1 MB.
     app.add_middleware(BodyLimit)

@@ -13,10 +13,10 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from herder.config_store import RestartRequest, TargetState
-from herder.herder import DistributedHerder
 from herder.status_store import Status
 from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
+from rest.herder_api import HerderApi, HerderDep
 from rest.models import (
     ConfigValue,
     ConnectorInfoBody,
@@ -46,11 +46,12 @@ INITIAL_STATES = {
 EXPANSIONS = ("status", "info")
 
 
-def connectors_router(herder: DistributedHerder) -> APIRouter:
+def connectors_router() -> APIRouter:
     router = APIRouter(prefix="/connectors", responses=ERRORS)
 
     @router.get("", response_model=list[str] | dict[str, ExpandedConnectorBody])
     async def list_connectors(
+        herder: HerderDep,
         expand: Annotated[list[str] | None, Query(description="status and/or info")] = None,
     ) -> list[str] | dict[str, ExpandedConnectorBody]:
         """Names, or with `expand` each connector's status and/or info, as Connect does.
@@ -69,7 +70,7 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
 
     @router.post("", status_code=201, response_model=ConnectorInfoBody)
     async def create_connector(
-        body: CreateConnectorRequest, response: Response
+        herder: HerderDep, body: CreateConnectorRequest, response: Response
     ) -> ConnectorInfoBody:
         initial = INITIAL_STATES[body.initial_state or "RUNNING"]
         view = await herder.create_connector(body.name, string_config(body.config), initial)
@@ -77,16 +78,16 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
         return _info(view)
 
     @router.get("/{name}", response_model=ConnectorInfoBody)
-    async def get_connector(name: ConnectorName) -> ConnectorInfoBody:
+    async def get_connector(herder: HerderDep, name: ConnectorName) -> ConnectorInfoBody:
         return _info(herder.connector(name))
 
     @router.delete("/{name}", status_code=204)
-    async def delete_connector(name: ConnectorName) -> Response:
+    async def delete_connector(herder: HerderDep, name: ConnectorName) -> Response:
         await herder.delete_connector(name)
         return Response(status_code=204)
 
     @router.get("/{name}/config", response_model=dict[str, str])
-    async def get_connector_config(name: ConnectorName) -> dict[str, str]:
+    async def get_connector_config(herder: HerderDep, name: ConnectorName) -> dict[str, str]:
         return dict(herder.connector(name).config)
 
     @router.put(
@@ -95,7 +96,7 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
         responses={201: {"model": ConnectorInfoBody}},
     )
     async def put_connector_config(
-        name: ConnectorName, config: dict[str, ConfigValue]
+        herder: HerderDep, name: ConnectorName, config: dict[str, ConfigValue]
     ) -> JSONResponse:
         """201 with a Location when this created the connector, 200 when it updated it."""
         created, view = await herder.put_connector_config(name, string_config(config))
@@ -108,30 +109,30 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
 
     @router.patch("/{name}/config", response_model=ConnectorInfoBody)
     async def patch_connector_config(
-        name: ConnectorName, patch: dict[str, ConfigValue]
+        herder: HerderDep, name: ConnectorName, patch: dict[str, ConfigValue]
     ) -> ConnectorInfoBody:
         """Merge into the config; a null value removes that key (KIP-477)."""
         changes = {k: None if v is None else config_string(v) for k, v in patch.items()}
         return _info(await herder.patch_connector_config(name, changes))
 
     @router.get("/{name}/status", response_model=ConnectorStatusBody)
-    async def get_connector_status(name: ConnectorName) -> ConnectorStatusBody:
+    async def get_connector_status(herder: HerderDep, name: ConnectorName) -> ConnectorStatusBody:
         return _status(herder, name)
 
     @router.get("/{name}/tasks", response_model=list[TaskInfoBody])
-    async def get_tasks(name: ConnectorName) -> list[TaskInfoBody]:
+    async def get_tasks(herder: HerderDep, name: ConnectorName) -> list[TaskInfoBody]:
         return [
             TaskInfoBody(id=TaskIdBody(connector=t.connector, task=t.task), config=dict(c))
             for t, c in herder.task_configs(name)
         ]
 
     @router.get("/{name}/tasks/{task}/status", response_model=TaskStateBody)
-    async def get_task_status(name: ConnectorName, task: int) -> TaskStateBody:
+    async def get_task_status(herder: HerderDep, name: ConnectorName, task: int) -> TaskStateBody:
         task_id = ConnectorTaskId(name, task)
         return _task_state(task_id, herder.task_status(task_id))
 
     @router.post("/{name}/tasks/{task}/restart", status_code=204)
-    async def restart_task(name: ConnectorName, task: int) -> Response:
+    async def restart_task(herder: HerderDep, name: ConnectorName, task: int) -> Response:
         await herder.restart(RestartRequest(name, task=task))
         return Response(status_code=204)
 
@@ -139,6 +140,7 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
         "/{name}/restart", status_code=204, responses={202: {"model": ConnectorStatusBody}}
     )
     async def restart_connector(
+        herder: HerderDep,
         name: ConnectorName,
         include_tasks: Annotated[bool, Query(alias="includeTasks")] = False,
         only_failed: Annotated[bool, Query(alias="onlyFailed")] = False,
@@ -152,17 +154,17 @@ def connectors_router(herder: DistributedHerder) -> APIRouter:
         return JSONResponse(_status(herder, name, request).model_dump(), status_code=202)
 
     @router.put("/{name}/pause", status_code=202)
-    async def pause_connector(name: ConnectorName) -> Response:
+    async def pause_connector(herder: HerderDep, name: ConnectorName) -> Response:
         await herder.set_target_state(name, TargetState.PAUSED)
         return Response(status_code=202)
 
     @router.put("/{name}/resume", status_code=202)
-    async def resume_connector(name: ConnectorName) -> Response:
+    async def resume_connector(herder: HerderDep, name: ConnectorName) -> Response:
         await herder.set_target_state(name, TargetState.STARTED)
         return Response(status_code=202)
 
     @router.put("/{name}/stop", status_code=204)
-    async def stop_connector(name: ConnectorName) -> Response:
+    async def stop_connector(herder: HerderDep, name: ConnectorName) -> Response:
         """KIP-875: a STOPPED connector keeps its config but has no tasks."""
         await herder.set_target_state(name, TargetState.STOPPED)
         return Response(status_code=204)
@@ -180,7 +182,7 @@ def _info(view: ConnectorView) -> ConnectorInfoBody:
 
 
 def _status(
-    herder: DistributedHerder, name: str, restarting: RestartRequest | None = None
+    herder: HerderApi, name: str, restarting: RestartRequest | None = None
 ) -> ConnectorStatusBody:
     """The connector's status; with `restarting`, what that request restarts is shown
     RESTARTING, as Connect's 202 answer does."""

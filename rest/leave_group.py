@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from herder.herder import DistributedHerder
+from rest.herder_api import HerderDep
 
 
 class LeaveGroupBody(BaseModel):
@@ -22,7 +22,7 @@ class LeaveGroupBody(BaseModel):
     message: str
 
 
-def leave_group_router(herder: DistributedHerder) -> APIRouter:
+def leave_group_router() -> APIRouter:
     router = APIRouter()
 
     @router.post(
@@ -31,6 +31,7 @@ def leave_group_router(herder: DistributedHerder) -> APIRouter:
         responses={202: {"model": LeaveGroupBody}},
     )
     async def leave_group(
+        herder: HerderDep,
         timeout_ms: int = Query(default=60_000, ge=0, le=600_000),
     ) -> JSONResponse:
         """200 once this worker runs nothing; 202 if its work is still being handed over."""

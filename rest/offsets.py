@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from herder.errors import InvalidOffsets
-from herder.herder import DistributedHerder
+from rest.herder_api import HerderDep
 from rest.models import ConnectorName, ErrorBody
 
 ALTERED = "The offsets for this connector have been altered successfully"
@@ -33,7 +33,7 @@ class MessageBody(BaseModel):
     message: str
 
 
-def offsets_router(herder: DistributedHerder) -> APIRouter:
+def offsets_router() -> APIRouter:
     router = APIRouter(prefix="/connectors")
     refusals: dict[int | str, dict[str, Any]] = {
         400: {"model": ErrorBody},
@@ -46,7 +46,7 @@ def offsets_router(herder: DistributedHerder) -> APIRouter:
         response_model=ConnectorOffsetsBody,
         responses={404: {"model": ErrorBody}},
     )
-    async def get_offsets(name: ConnectorName) -> ConnectorOffsetsBody:
+    async def get_offsets(herder: HerderDep, name: ConnectorName) -> ConnectorOffsetsBody:
         return ConnectorOffsetsBody(
             offsets=[
                 ConnectorOffsetBody(partition={"task": o.task, "source": o.source}, offset=o.offset)
@@ -55,13 +55,15 @@ def offsets_router(herder: DistributedHerder) -> APIRouter:
         )
 
     @router.patch("/{name}/offsets", response_model=MessageBody, responses=refusals)
-    async def alter_offsets(name: ConnectorName, body: ConnectorOffsetsBody) -> MessageBody:
+    async def alter_offsets(
+        herder: HerderDep, name: ConnectorName, body: ConnectorOffsetsBody
+    ) -> MessageBody:
         """Only while the connector is STOPPED; the tasks resume after these offsets."""
         await herder.alter_connector_offsets(name, _by_task(body))
         return MessageBody(message=ALTERED)
 
     @router.delete("/{name}/offsets", response_model=MessageBody, responses=refusals)
-    async def reset_offsets(name: ConnectorName) -> MessageBody:
+    async def reset_offsets(herder: HerderDep, name: ConnectorName) -> MessageBody:
         """Only while STOPPED: the tasks' checkpoints are removed, so they start from their
         sources' initial offsets at batch 0."""
         await herder.reset_connector_offsets(name)

@@ -1,0 +1,41 @@
+"""`/health` (KIP-1017) and `/workers` read the herder through the app's dependency."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from protocol.messages import Allocation, ConnectorTaskId
+from tests.unit.rest.fake_herder import WORKER_ID, FakeHerder
+
+
+def test_health_follows_the_herder(client: TestClient, herder: FakeHerder) -> None:
+    assert client.get("/health").status_code == 200
+    herder.ready = False
+    starting = client.get("/health")
+    assert starting.status_code == 503
+    assert starting.json()["status"] == "starting"
+    herder.unhealthy = "fenced: the group coordinator did not answer in time"
+    assert client.get("/health").json() == {
+        "status": "unhealthy",
+        "message": "fenced: the group coordinator did not answer in time",
+    }
+    assert client.get("/health").status_code == 500
+
+
+def test_workers_shows_the_herder_view(client: TestClient, herder: FakeHerder) -> None:
+    herder.leader_url = "http://10.0.0.2:8083"
+    herder.owned = Allocation.of(["gen"], [ConnectorTaskId("gen", 1), ConnectorTaskId("gen", 0)])
+    assert client.get("/workers").json() == {
+        "leader": "http://10.0.0.2:8083",
+        "generation": 3,
+        "protocol_version": 2,
+        "scheduled_rebalance_ms": 0,
+        "workers": [
+            {
+                "id": WORKER_ID,
+                "url": f"http://{WORKER_ID}",
+                "connectors": ["gen"],
+                "tasks": ["gen-0", "gen-1"],
+            }
+        ],
+    }

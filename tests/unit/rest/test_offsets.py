@@ -1,0 +1,136 @@
+"""`/connectors/{c}/offsets` (KIP-875) against a fake herder: what a caller reads, what
+reaches the herder, and the refusals of a connector that is not STOPPED."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from herder.config_store import TargetState
+from protocol.messages import ConnectorTaskId
+from rest.offsets import ALTERED, RESET
+from tests.unit.rest.fake_herder import FakeHerder
+from worker.checkpoint_offsets import SourceOffset
+from worker.task_state import TaskState
+
+NOT_STOPPED = (
+    "Connectors must be in the STOPPED state before their offsets can be modified. This can "
+    "be done for the specified connector by issuing a 'PUT' request to the "
+    "'/connectors/gen/stop' endpoint"
+)
+
+
+def offsets(*entries: tuple[dict[str, Any], Any]) -> dict[str, Any]:
+    return {"offsets": [{"partition": p, "offset": o} for p, o in entries]}
+
+
+def test_get_shows_each_task_and_source(client: TestClient, herder: FakeHerder) -> None:
+    herder.add("gen", tasks=2)
+    herder.offsets["gen"] = [
+        SourceOffset(task=0, source=0, offset={"offset": 40, "timestamp": 7}),
+        SourceOffset(task=1, source=2, offset={"orders": {"0": 12}}),
+    ]
+    answer = client.get("/connectors/gen/offsets")
+    assert answer.status_code == 200
+    assert answer.json() == offsets(
+        ({"task": 0, "source": 0}, {"offset": 40, "timestamp": 7}),
+        ({"task": 1, "source": 2}, {"orders": {"0": 12}}),
+    )
+
+
+def test_a_connector_that_never_ran_has_no_offsets(client: TestClient, herder: FakeHerder) -> None:
+    herder.add("gen")
+    assert client.get("/connectors/gen/offsets").json() == {"offsets": []}
+
+
+def test_alter_hands_the_offsets_by_task_and_source(client: TestClient, herder: FakeHerder) -> None:
+    herder.add("gen", tasks=2, target=TargetState.STOPPED)
+    answer = client.patch(
+        "/connectors/gen/offsets",
+        json=offsets(
+            ({"task": 0}, {"offset": 5}),
+            ({"task": 0, "source": 1}, None),
+            ({"task": 1, "source": 0}, {"offset": 9}),
+        ),
+    )
+    assert answer.status_code == 200
+    assert answer.json() == {"message": ALTERED}
+    assert herder.altered == [("gen", {0: {0: {"offset": 5}, 1: None}, 1: {0: {"offset": 9}}})]
+
+
+def test_reset_answers_with_its_message(client: TestClient, herder: FakeHerder) -> None:
+    herder.add("gen", target=TargetState.STOPPED)
+    answer = client.delete("/connectors/gen/offsets")
+    assert answer.status_code == 200
+    assert answer.json() == {"message": RESET}
+    assert herder.reset == ["gen"]
+
+
+@pytest.mark.parametrize("target", [TargetState.STARTED, TargetState.PAUSED])
+def test_offsets_of_a_connector_that_is_not_stopped_are_not_changed(
+    client: TestClient, herder: FakeHerder, target: TargetState
+) -> None:
+    herder.add("gen", target=target)
+    altered = client.patch("/connectors/gen/offsets", json=offsets(({"task": 0}, None)))
+    reset = client.delete("/connectors/gen/offsets")
+    for answer in (altered, reset):
+        assert answer.status_code == 400
+        assert answer.json() == {"error_code": 400, "message": NOT_STOPPED}
+    assert herder.altered == []
+    assert herder.reset == []
+
+
+def test_a_stopped_connector_whose_task_still_runs_answers_409(
+    client: TestClient, herder: FakeHerder
+) -> None:
+    herder.add("gen", target=TargetState.STOPPED)
+    herder.report(ConnectorTaskId("gen", 0), TaskState.RUNNING)
+    answer = client.delete("/connectors/gen/offsets")
+    assert answer.status_code == 409
+    assert answer.json()["error_code"] == 409
+    assert "task(s) [0] still report RUNNING" in answer.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "body"),
+    [("PATCH", offsets(({"task": 0}, None))), ("DELETE", None)],
+)
+def test_changing_offsets_of_an_unknown_connector_answers_404(
+    client: TestClient, method: str, body: dict[str, Any] | None
+) -> None:
+    answer = client.request(method, "/connectors/nope/offsets", json=body)
+    assert answer.status_code == 404
+    assert answer.json() == {"error_code": 404, "message": "Connector nope not found"}
+
+
+@pytest.mark.parametrize(
+    "partition",
+    [
+        {},
+        {"task": -1},
+        {"task": True},
+        {"task": "0"},
+        {"task": 0, "source": 1.5},
+        {"task": 0, "x": 1},
+    ],
+)
+def test_a_partition_that_names_no_task_and_source_answers_400(
+    client: TestClient, herder: FakeHerder, partition: dict[str, Any]
+) -> None:
+    herder.add("gen", target=TargetState.STOPPED)
+    body = offsets(({"task": 0}, None), (partition, None))
+    answer = client.patch("/connectors/gen/offsets", json=body)
+    assert answer.status_code == 400
+    assert answer.json()["error_code"] == 400
+    assert answer.json()["message"].startswith("offsets[1].partition must be")
+    assert herder.altered == []
+
+
+def test_altering_no_offsets_answers_400(client: TestClient, herder: FakeHerder) -> None:
+    herder.add("gen", target=TargetState.STOPPED)
+    answer = client.patch("/connectors/gen/offsets", json={"offsets": []})
+    assert answer.status_code == 400
+    assert answer.json() == {"error_code": 400, "message": "Partitions to modify cannot be empty"}
+    assert herder.altered == []
