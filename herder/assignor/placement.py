@@ -240,15 +240,29 @@ class LoadModel:
             if len(mine[connector]) > len(theirs.get(connector, _NOTHING)):
                 return connector, max(free)
         order, start = self._scan_from.get(giver, ((), 0))
-        for attempt in (order, list(mine)):
-            for step in range(len(attempt)):
-                position = (start + step) % len(attempt)
-                numbers = mine.get(attempt[position])
-                if numbers and len(numbers) > len(theirs.get(attempt[position], _NOTHING)):
-                    self._scan_from[giver] = (attempt, position)
-                    return attempt[position], max(numbers)
-            start = 0
-        raise AssertionError("a fuller worker always holds more of some connector")
+        found = self._scan_shiftable(giver, taker, order, start)
+        if found is None:
+            # A fresh copy of the giver's connectors costs O(connectors): made only when
+            # the remembered order has none left, never on every call (at 10 workers x 100k
+            # tasks plus a joiner, a copy per moved task was over half of the round).
+            found = self._scan_shiftable(giver, taker, list(mine), 0)
+        if found is None:
+            raise AssertionError("a fuller worker always holds more of some connector")
+        return found
+
+    def _scan_shiftable(
+        self, giver: int, taker: int, order: Sequence[str], start: int
+    ) -> tuple[str, int] | None:
+        """The first connector in `order`, cyclically from `start`, the giver holds more of
+        than the taker, with the giver's highest task of it; remembered for the next call."""
+        mine, theirs = self.tasks[giver], self.tasks[taker]
+        for step in range(len(order)):
+            position = (start + step) % len(order)
+            numbers = mine.get(order[position])
+            if numbers and len(numbers) > len(theirs.get(order[position], _NOTHING)):
+                self._scan_from[giver] = (order, position)
+                return order[position], max(numbers)
+        return None
 
     def _even_connector_counts(self) -> None:
         size = range(len(self.workers))
