@@ -16,6 +16,7 @@ from tests.support.cluster import (
     spread,
     spread_per_connector,
     start_times,
+    task_key,
 )
 from tests.support.file_sink import committed_column
 from tests.support.processes import wait_until
@@ -51,13 +52,13 @@ def test_cooperative_cluster_follows_kip_415(each_broker: EmbeddedBroker, tmp_pa
     with cluster.running():
         cluster.create("alpha", generator_config(tmp_path / "out" / "alpha", tasks=4))
         cluster.create("beta", generator_config(tmp_path / "out" / "beta", tasks=4))
-        views = cluster.wait_converged(8)
+        views = cluster.wait_at_rest(8)
         assert_balanced(views, 3)
 
         # A new connector starts without restarting anything that runs.
         before = start_times(views)
         cluster.create("gamma", generator_config(tmp_path / "out" / "gamma", tasks=1))
-        views = cluster.wait_converged(9)
+        views = cluster.wait_at_rest(9)
         assert unchanged(before, views), "adding a connector restarted running tasks"
 
         # SIGKILL a follower: its tasks wait for the delay, nothing else restarts.
@@ -77,14 +78,14 @@ def test_cooperative_cluster_follows_kip_415(each_broker: EmbeddedBroker, tmp_pa
             if (v.connector, v.task) in lost
         ), "lost tasks moved before the scheduled delay expired"
         assert unchanged(survivors_before, during), "a surviving task restarted"
-        views = cluster.wait_converged(9)
+        views = cluster.wait_at_rest(9)
         assert time.monotonic() - killed_at >= DELAY_S * 0.9
         assert unchanged(survivors_before, views)
         assert spread(views) <= 1
 
         # Bounce a worker inside the delay: it gets exactly its own tasks back at once.
         cluster.restart(victim).wait_ready(120)
-        views = cluster.wait_converged(9)
+        views = cluster.wait_at_rest(9)
         assert_balanced(views, 3)
         before = start_times(views)
         bounced_id = cluster.workers[victim].url.removeprefix("http://")
@@ -94,8 +95,8 @@ def test_cooperative_cluster_follows_kip_415(each_broker: EmbeddedBroker, tmp_pa
         cluster.restart(victim).wait_ready(120)
         first_view = cluster.workers_view(victim)
         mine = next(w for w in first_view["workers"] if w["id"] == bounced_id)
-        assert {_task_key(t) for t in mine["tasks"]} == own, "not handed back on its first join"
-        views = cluster.wait_converged(9, timeout_s=DELAY_S * 3)
+        assert {task_key(t) for t in mine["tasks"]} == own, "not handed back on its first join"
+        views = cluster.wait_at_rest(9, timeout_s=DELAY_S * 3)
         assert owned_by(views, bounced_id) == own, "the bounced worker got other tasks"
         assert unchanged({k: v for k, v in before.items() if k not in own}, views)
 
@@ -105,27 +106,22 @@ def test_cooperative_cluster_follows_kip_415(each_broker: EmbeddedBroker, tmp_pa
         cluster.workers[leader].process.wait()  # type: ignore[union-attr]
         new_leader = wait_until(lambda: _new_leader(cluster, leader_url), 120, what="a new leader")
         assert new_leader != leader_url
-        views = cluster.wait_converged(9, timeout_s=DELAY_S * 6)
+        views = cluster.wait_at_rest(9, timeout_s=DELAY_S * 6)
         assert spread(views) <= 1
 
         # Rolling bounce of every worker: each task's output stays exactly-once.
         cluster.restart(leader).wait_ready(120)
-        cluster.wait_converged(9, timeout_s=DELAY_S * 6)
+        cluster.wait_at_rest(9, timeout_s=DELAY_S * 6)
         for index in reversed(range(3)):
             assert cluster.workers[index].stop() == 0
             cluster.restart(index).wait_ready(120)
-        cluster.wait_converged(9, timeout_s=DELAY_S * 6)
+        cluster.wait_at_rest(9, timeout_s=DELAY_S * 6)
 
     for connector, tasks in (("alpha", 4), ("beta", 4), ("gamma", 1)):
         for task in range(tasks):
             seqs = committed_column(tmp_path / "out" / connector / f"task-{task}", "seq")
             assert seqs == list(range(len(seqs))), f"{connector}-{task}: gap or duplicate"
             assert seqs, f"{connector}-{task} wrote nothing"
-
-
-def _task_key(task_id: str) -> tuple[str, int]:
-    connector, _, index = task_id.rpartition("-")
-    return connector, int(index)
 
 
 def _new_leader(cluster: Cluster, old: str) -> str | None:

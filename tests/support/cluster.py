@@ -34,6 +34,50 @@ class TaskView:
     started_at: str | None
 
 
+def task_key(task_id: str) -> tuple[str, int]:
+    """A task as `/workers` names it (`alpha-3`) -> ("alpha", 3), as a `TaskView` holds it."""
+    connector, _, index = task_id.rpartition("-")
+    return connector, int(index)
+
+
+@dataclass(frozen=True)
+class GroupLook:
+    """One look at a group: what each live worker says of itself on `/workers` (the
+    generation it last joined, its scheduled-rebalance countdown, the tasks it runs),
+    beside what the status topic says (the task views)."""
+
+    generations: dict[str, int]
+    pending_ms: dict[str, int]
+    owners: dict[tuple[str, int], str]
+    views: tuple[TaskView, ...]
+
+    def restless(self, expected_tasks: int) -> str | None:
+        """Why this look is not of a group at rest; None when it is.
+
+        The status topic alone cannot tell: a revoked task stays RUNNING there on its old
+        worker until its Spark query has stopped (letting a batch in flight finish), so
+        between a balancing revocation and the hand-off every task can read RUNNING, in the
+        layout from before the rebalance. A worker's own account drops a revoked task at
+        once and lists an assigned one before it runs, so the two agree only at rest.
+        """
+        if len(set(self.generations.values())) > 1:
+            return f"workers in different generations {self.generations}"
+        pending = {worker: ms for worker, ms in self.pending_ms.items() if ms > 0}
+        if pending:
+            return f"scheduled rebalance pending (ms) {pending}"
+        running = {(v.connector, v.task): v.worker_id for v in self.views if v.state == "RUNNING"}
+        if len(self.views) != expected_tasks or len(running) != expected_tasks:
+            return f"{len(running)} of {expected_tasks} tasks RUNNING"
+        if running != self.owners:
+            moving = sorted(
+                f"{c}-{t}: status {running.get((c, t))}, run by {self.owners.get((c, t))}"
+                for c, t in running.keys() | self.owners.keys()
+                if running.get((c, t)) != self.owners.get((c, t))
+            )
+            return f"tasks in transit {moving}"
+        return None
+
+
 @dataclass
 class Cluster:
     """N workers of one group sharing one checkpoint root, started and always killed."""
@@ -151,6 +195,57 @@ class Cluster:
             print(self.herder_history())
             raise AssertionError(f"{exc}; live workers {live}; tasks {self.tasks()}") from None
         return result
+
+    def look(self) -> GroupLook:
+        """Each live worker's `/workers` (each speaks only for itself), then the statuses."""
+        generations: dict[str, int] = {}
+        pending_ms: dict[str, int] = {}
+        owners: dict[tuple[str, int], str] = {}
+        for worker in self.alive():
+            me = worker.url.removeprefix("http://")
+            body = httpx.get(f"{worker.url}/workers", timeout=10).json()
+            generations[me] = body["generation"]
+            pending_ms[me] = body["scheduled_rebalance_ms"]
+            mine: list[str] = next((w["tasks"] for w in body["workers"] if w["id"] == me), [])
+            owners.update(dict.fromkeys(map(task_key, mine), me))
+        return GroupLook(generations, pending_ms, owners, tuple(self.tasks()))
+
+    def wait_at_rest(self, expected_tasks: int, timeout_s: float = 180) -> list[TaskView]:
+        """The task views once the group is at rest: judge balance on these.
+
+        `wait_converged` returns the first look in which every task runs on a live worker,
+        which can be a layout still being rebalanced (see `GroupLook.restless`). At rest:
+        `restless` finds nothing, in two looks in a row that are the same, and in a
+        generation for which no worker has shown a scheduled rebalance: when the countdown
+        ends it reads 0 while the leader is still starting the next generation.
+        """
+        due: set[int] = set()
+        previous: list[GroupLook] = []
+        problem = "nothing: the group was never looked at"
+
+        def at_rest() -> list[TaskView] | None:
+            nonlocal problem
+            look = self.look()
+            due.update(g for w, g in look.generations.items() if look.pending_ms[w] > 0)
+            reason = look.restless(expected_tasks)
+            if reason is None and due & set(look.generations.values()):
+                reason = "a scheduled rebalance is due after this generation"
+            elif reason is None and previous != [look]:
+                reason = "at rest in one look; looking again"
+            previous[:] = [look]
+            if reason is None:
+                return list(look.views)
+            problem = f"{reason}; tasks {list(look.views)}"
+            return None
+
+        try:
+            views: list[TaskView] = wait_until(
+                at_rest, timeout_s, interval_s=1, what="the group to come to rest"
+            )
+        except AssertionError as exc:
+            print(self.herder_history())
+            raise AssertionError(f"{exc}; last look: {problem}") from None
+        return views
 
     def herder_history(self, lines: int = 40) -> str:
         """The last rebalances each worker saw, for a failure's report: CI keeps the test
