@@ -15,9 +15,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from herder.kafka_log import KafkaLog
+from herder.kafka_log import OpenLog
 from protocol.messages import Allocation, ConnectorTaskId
-from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 CONNECTOR_PREFIX = "connector-"
 TASK_PREFIX = "task-"
@@ -98,10 +97,8 @@ class ConfigSnapshot:
 class ConfigStore:
     """Replays the config topic into a `ConfigSnapshot` and writes changes to it."""
 
-    def __init__(
-        self, bootstrap_servers: str, topic: str, security: KafkaClientSecurity = PLAINTEXT_CLIENT
-    ) -> None:
-        self._log = KafkaLog(bootstrap_servers, topic, self._apply, security)
+    def __init__(self, open_log: OpenLog) -> None:
+        self._log = open_log(self._apply)
         self._connectors: dict[str, dict[str, str]] = {}
         self._target_states: dict[str, TargetState] = {}
         self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}

@@ -18,14 +18,15 @@ from pathlib import Path
 
 from herder.apply import apply_assignment
 from herder.assignor import inherited_deadline
+from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigStore
 from herder.leader import LeaderPlanner
 from herder.membership import (
     CoordinatorUnavailable,
     Generation,
-    GroupMember,
     HeartbeatOutcome,
     JoinedMembers,
+    Membership,
 )
 from herder.requests import DEFAULT_REQUEST_TIMEOUT_S, RequestQueue
 from herder.task_configs import TaskConfigWriter
@@ -62,7 +63,7 @@ class GroupLoop:
     def __init__(
         self,
         settings: HerderSettings,
-        member: GroupMember,
+        member: Membership,
         configs: ConfigStore,
         work: LocalWork,
         task_configs: TaskConfigWriter,
@@ -122,10 +123,7 @@ class GroupLoop:
     async def stop(self) -> None:
         self.ready = False
         self.unhealthy = "the worker is shutting down"
-        if self._heartbeat_task is not None:
-            self._heartbeat_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat_task
+        await cancel_and_wait(self._heartbeat_task)
 
     async def leave_for_good(self, timeout_s: float) -> bool:
         """Announce that this worker is going away for good (scale-down); whether it ran
@@ -182,9 +180,7 @@ class GroupLoop:
             except TimeoutError:
                 await self._config_unreadable()
             finally:
-                self._heartbeat_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._heartbeat_task
+                await cancel_and_wait(self._heartbeat_task)
 
     async def _rebalance_was_skipped(self, generation: Generation, metadata: bytes) -> bool:
         """Whether the coordinator answered without the rebalance this worker needs, in

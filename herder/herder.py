@@ -11,7 +11,6 @@ membership and the runtime are passed in, so the herder runs against fakes in un
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,10 +18,11 @@ from functools import partial
 from typing import TypeVar
 
 from herder.admin import ClusterAdmin
+from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigStore, RestartRequest, TargetState
 from herder.errors import NotLeader
 from herder.group_loop import GroupLoop, HerderSettings
-from herder.membership import GroupMember
+from herder.membership import Membership
 from herder.requests import RequestQueue
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
@@ -47,7 +47,7 @@ class DistributedHerder:
     def __init__(
         self,
         settings: HerderSettings,
-        member: GroupMember,
+        member: Membership,
         configs: ConfigStore,
         statuses: StatusStore,
         runtime: TaskRuntime,
@@ -141,10 +141,7 @@ class DistributedHerder:
         """Stop every task, record them UNASSIGNED, then leave the group and close."""
         self._requests.close()
         for task in (self._watchdog, self._loop_task):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(task)
         await self._loop.stop()
         await self._work.stop_all()
         await self._work.close_status_writer(STATUS_FLUSH_TIMEOUT_S)

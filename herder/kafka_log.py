@@ -8,18 +8,38 @@ seen every write made before now" a checkable statement.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from herder.cancellation import cancel_and_wait
 from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 log = logging.getLogger(__name__)
 
 RecordHandler = Callable[[bytes, bytes | None, int], None]
 """Called with (key, value or None for a tombstone, offset) for every record, in order."""
+
+
+class ChangeLog(Protocol):
+    """What a store needs of its topic; `KafkaLog` is the real one, tests use memory."""
+
+    @property
+    def position(self) -> int: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send(self, key: bytes, value: bytes | None) -> int: ...
+
+    async def read_to_end(self, timeout_s: float = 30.0) -> int: ...
+
+
+OpenLog = Callable[[RecordHandler], ChangeLog]
+"""Opens a store's log, given the handler that applies each record to the store."""
 
 
 class KafkaLog:
@@ -72,11 +92,8 @@ class KafkaLog:
         self._reader = asyncio.create_task(self._read_forever(), name=f"read-{self.topic}")
 
     async def stop(self) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
-            self._reader = None
+        await cancel_and_wait(self._reader)
+        self._reader = None
         for client in (self._consumer, self._producer):
             if client is not None:
                 await client.stop()

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.conn import create_conn
@@ -98,6 +98,25 @@ class HeartbeatOutcome(Enum):
     still claims that work and the leader gives none of it away (as Connect does)."""
     MEMBER_LOST = "member-lost"
     """The coordinator no longer knows this member: the work is no longer ours."""
+
+
+class Membership(Protocol):
+    """What the group loop needs of its group member; `GroupMember` speaks Kafka's group
+    protocol, unit tests play a coordinator in memory."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def join(
+        self, metadata: bytes, on_leader: LeaderCallback, on_leader_sync_failed: Callable[[], None]
+    ) -> Generation: ...
+
+    async def heartbeat(self) -> HeartbeatOutcome: ...
+
+    async def leave(self) -> None: ...
+
+    def must_fence(self, margin_s: float) -> bool: ...
 
 
 class GroupMember:

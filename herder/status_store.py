@@ -11,9 +11,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TypeVar
 
-from herder.kafka_log import KafkaLog
+from herder.kafka_log import OpenLog
 from protocol.messages import Allocation, ConnectorTaskId
-from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 from worker.task_state import TaskState
 
 CONNECTOR_STATUS_PREFIX = "status-connector-"
@@ -37,10 +36,8 @@ class Status:
 class StatusStore:
     """Replays the status topic into memory and writes this worker's statuses."""
 
-    def __init__(
-        self, bootstrap_servers: str, topic: str, security: KafkaClientSecurity = PLAINTEXT_CLIENT
-    ) -> None:
-        self._log = KafkaLog(bootstrap_servers, topic, self._apply, security)
+    def __init__(self, open_log: OpenLog) -> None:
+        self._log = open_log(self._apply)
         self._connectors: dict[str, Status] = {}
         self._tasks: dict[ConnectorTaskId, Status] = {}
 

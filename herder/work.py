@@ -8,12 +8,12 @@ configs, restart requests) and reports every change to the status topic.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
 
+from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
@@ -233,10 +233,7 @@ class LocalWork:
                 await self._status_writes.join()
         except TimeoutError:
             log.warning("gave up writing the last statuses: the broker does not answer")
-        if self._status_writer is not None:
-            self._status_writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._status_writer
+        await cancel_and_wait(self._status_writer)
 
     async def _write_statuses(self) -> None:
         while True:

@@ -22,9 +22,10 @@ from herder.errors import (
     TaskNotFound,
     TasksStillRunning,
 )
+from herder.requests import RequestTimedOut, WorkerStopping
 from rest.auth import require_authentication
 from rest.body_limit import BodyLimit
-from rest.connector_plugins import connector_plugins_router
+from rest.connector_plugins_routes import connector_plugins_router
 from rest.connectors import connectors_router
 from rest.errors import error_response
 from rest.forwarding import FORWARDED_HEADER, forward_to_leader
@@ -34,7 +35,7 @@ from rest.loggers import LoggerLevels, loggers_router
 from rest.models import ClusterBody, HealthBody, ServerInfoBody, WorkerBody
 from rest.offsets import offsets_router
 from rest.security import RestSecurity
-from worker.connector_plugins import RegistryPlugins
+from worker.connector_configs import RegistryPlugins
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,11 @@ ERROR_STATUS: dict[type[HerderError], int] = {
     InvalidOffsets: 400,
     TasksStillRunning: 409,
     NotLeader: 409,
+    RequestTimedOut: 409,
+    WorkerStopping: 503,
 }
+"""Connect answers a request its herder could not serve in time, as during a rebalance,
+with 409; one that reaches a worker on its way out is worth retrying on another worker."""
 
 
 def create_app(

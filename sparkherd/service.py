@@ -23,6 +23,7 @@ import uvicorn
 from herder.config_store import ConfigStore
 from herder.group_loop import HerderSettings
 from herder.herder import DistributedHerder
+from herder.kafka_log import KafkaLog
 from herder.membership import GroupMember
 from herder.status_store import StatusStore
 from herder.topics import ensure_compacted_topics
@@ -32,11 +33,11 @@ from rest.loggers import LoggerLevels
 from rest.security import RestSecurity
 from worker.config import WorkerConfig
 from worker.config_providers import ConfigProviders
-from worker.connector_plugins import RegistryPlugins
+from worker.connector_configs import RegistryPlugins
 from worker.connectors import default_registry
 from worker.spark_kafka_jars import spark_kafka_jars
 from worker.spark_session import SparkSessionProvider
-from worker.task_runtime import SparkTaskRuntime
+from worker.spark_task_runtime import SparkTaskRuntime
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +83,17 @@ def source_commit() -> str:
 class WorkerService:
     """Builds the worker's parts from its config and runs them until asked to stop."""
 
-    def __init__(self, config: WorkerConfig, env: Mapping[str, str] | None = None) -> None:
-        """`env` is what the `env` config provider reads (default: this process's)."""
+    def __init__(
+        self,
+        config: WorkerConfig,
+        rest_security: RestSecurity,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """`rest_security` is read from `config` before anything starts (by the caller, so a
+        bad credentials file stops the worker at once); `env` is what the `env` config
+        provider reads (default: this process's)."""
         self.config = config
+        self._rest_security = rest_security
         self._spark = SparkSessionProvider(
             config.spark_conf,
             app_name=f"sparkherd-{config.worker_id}",
@@ -132,15 +141,15 @@ class WorkerService:
             source_commit(),
             self._plugins,
             self._logger_levels,
-            RestSecurity.from_config(self.config),
+            self._rest_security,
         )
         server = _Server(
             uvicorn.Config(
                 app,
                 log_level="warning",
                 lifespan="off",
-                ssl_certfile=self.config.listeners_https_ssl_certfile,
-                ssl_keyfile=self.config.listeners_https_ssl_keyfile,
+                ssl_certfile=self._rest_security.certfile,
+                ssl_keyfile=self._rest_security.keyfile,
             )
         )
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="rest")
@@ -193,8 +202,8 @@ def _herder_for(
             instance_id=config.group_instance_id,
             security=security,
         ),
-        ConfigStore(servers, config.config_storage_topic, security),
-        StatusStore(servers, config.status_storage_topic, security),
+        ConfigStore(partial(KafkaLog, servers, config.config_storage_topic, security=security)),
+        StatusStore(partial(KafkaLog, servers, config.status_storage_topic, security=security)),
         runtime,
         plugins,
         prepare_topics=partial(ensure_compacted_topics, servers, topics, security),

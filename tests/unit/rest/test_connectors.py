@@ -7,6 +7,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from herder.config_store import RestartRequest, TargetState
+from herder.errors import HerderError
+from herder.requests import RequestTimedOut, WorkerStopping
 from protocol.messages import ConnectorTaskId
 from tests.unit.rest.fake_herder import WORKER_ID, FakeHerder
 from worker.task_state import TaskState
@@ -130,6 +132,21 @@ def test_a_follower_that_knows_no_leader_refuses_a_write_with_409(
     assert answer.status_code == 409
     assert answer.json()["error_code"] == 409
     assert "the leader is not known yet" in answer.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("refusal", "status"), [(RequestTimedOut(90), 409), (WorkerStopping(), 503)]
+)
+def test_a_request_the_herder_could_not_serve_is_refused_with_its_reason(
+    client: TestClient, herder: FakeHerder, refusal: HerderError, status: int
+) -> None:
+    async def refuse(*_: object) -> None:
+        raise refusal
+
+    herder.create_connector = refuse  # type: ignore[assignment,method-assign]
+    answer = client.post("/connectors", json={"name": "gen", "config": GENERATOR})
+    assert answer.status_code == status
+    assert answer.json() == error(status, str(refusal))
 
 
 def test_list_gives_names_in_order(client: TestClient, herder: FakeHerder) -> None:

@@ -1,0 +1,142 @@
+"""In-memory stand-ins for what the herder talks to, so its loop runs in a unit test.
+
+The stores are the real ConfigStore and StatusStore over a `MemoryLog`; the group
+coordinator is a one-member group that calls the herder's own leader step; the runtime
+records which tasks it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from herder.kafka_log import RecordHandler
+from herder.membership import Generation, HeartbeatOutcome, JoinedMembers, LeaderCallback
+from protocol.messages import ConnectorTaskId
+
+
+class MemoryLog:
+    """A topic in memory; records are applied soon after they are sent, as a tailing
+    reader would, and `read_to_end` applies whatever is still pending."""
+
+    def __init__(self, on_record: RecordHandler) -> None:
+        self._on_record = on_record
+        self._records: list[tuple[bytes, bytes | None]] = []
+        self._position = 0
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def send(self, key: bytes, value: bytes | None) -> int:
+        self._records.append((key, value))
+        asyncio.get_running_loop().call_soon(self._apply_pending)
+        return len(self._records) - 1
+
+    async def read_to_end(self, timeout_s: float = 30.0) -> int:
+        self._apply_pending()
+        return self._position
+
+    def _apply_pending(self) -> None:
+        while self._position < len(self._records):
+            key, value = self._records[self._position]
+            self._position += 1
+            self._on_record(key, value, self._position - 1)
+
+
+class LoneCoordinator:
+    """A group of one: every join is a new generation that this member leads.
+
+    `joinable` holds joins back (a coordinator that has not answered yet); `heartbeats`
+    is what the next heartbeats answer.
+    """
+
+    def __init__(self) -> None:
+        self.joinable = asyncio.Event()
+        self.joinable.set()
+        self.generation = 0
+        self.joined_with: list[bytes] = []
+        self.heartbeats: list[HeartbeatOutcome] = []
+        self.left = 0
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def join(
+        self, metadata: bytes, on_leader: LeaderCallback, on_leader_sync_failed: Callable[[], None]
+    ) -> Generation:
+        await self.joinable.wait()
+        self.generation += 1
+        self.joined_with.append(metadata)
+        members = JoinedMembers(self.generation, "me", {"me": metadata}, {"me": None})
+        assignments = await on_leader(members)
+        return Generation(self.generation, "me", "me", assignments["me"])
+
+    async def heartbeat(self) -> HeartbeatOutcome:
+        return self.heartbeats.pop(0) if self.heartbeats else HeartbeatOutcome.OK
+
+    async def leave(self) -> None:
+        self.left += 1
+
+    def must_fence(self, margin_s: float) -> bool:
+        return False
+
+
+@dataclass
+class RecordingRuntime:
+    """Holds what it was asked to start until it is asked to stop it."""
+
+    running: dict[ConnectorTaskId, Mapping[str, str]] = field(default_factory=dict)
+    starts: list[ConnectorTaskId] = field(default_factory=list)
+    stops: list[ConnectorTaskId] = field(default_factory=list)
+
+    async def start_task(
+        self,
+        task_id: ConnectorTaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        generation: int,
+    ) -> None:
+        self.starts.append(task_id)
+        self.running[task_id] = task_config
+
+    async def stop_task(self, task_id: ConnectorTaskId) -> None:
+        self.stops.append(task_id)
+        self.running.pop(task_id, None)
+
+    async def stop_all(self) -> None:
+        for task in list(self.running):
+            await self.stop_task(task)
+
+    def held(self) -> set[ConnectorTaskId]:
+        return set(self.running)
+
+
+class CountingPlugins:
+    """A connector whose `tasks.max` is its task count; `bad` configs are refused."""
+
+    def validate(self, config: Mapping[str, str]) -> None:
+        if "bad" in config:
+            raise ValueError("bad: refused")
+
+    def admit(self, config: Mapping[str, str], others: Mapping[str, Mapping[str, str]]) -> None:
+        self.validate(config)
+
+    def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
+        return [{"task": str(i)} for i in range(int(config["tasks.max"]))]
+
+    def connector_type(self, config: Mapping[str, str]) -> str:
+        return "source"
+
+    def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
+        return None

@@ -1,0 +1,158 @@
+"""The herder's loop and request path against in-memory stores and a one-member group:
+requests wait for the join, run in order, and the work follows the config topic."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from herder.config_store import ConfigStore, TargetState
+from herder.errors import ConnectorExists, InvalidConnectorConfig
+from herder.group_loop import HerderSettings
+from herder.herder import DistributedHerder
+from herder.membership import HeartbeatOutcome
+from herder.requests import RequestTimedOut
+from herder.status_store import StatusStore
+from protocol.messages import ConnectorTaskId
+from tests.support.polling import wait_until_async
+from tests.unit.herder.memory_cluster import (
+    CountingPlugins,
+    LoneCoordinator,
+    MemoryLog,
+    RecordingRuntime,
+)
+from worker.task_state import TaskState
+
+CONFIG = {"connector.class": "counting", "tasks.max": "2"}
+
+
+@asynccontextmanager
+async def running_herder(
+    tmp_path: Path, coordinator: LoneCoordinator, request_timeout_s: float = 5.0
+) -> AsyncIterator[tuple[DistributedHerder, RecordingRuntime]]:
+    runtime = RecordingRuntime()
+    settings = HerderSettings(
+        worker_id="me:8083",
+        rest_url="http://me:8083",
+        connect_protocol="sessioned",
+        scheduled_rebalance_max_delay_ms=10_000,
+        heartbeat_interval_ms=20,
+        group_instance_id=None,
+        checkpoint_root=tmp_path,
+        request_timeout_s=request_timeout_s,
+    )
+
+    async def no_topics() -> str | None:
+        return "memory"
+
+    herder = DistributedHerder(
+        settings,
+        coordinator,
+        ConfigStore(MemoryLog),
+        StatusStore(MemoryLog),
+        runtime,
+        CountingPlugins(),
+        no_topics,
+    )
+    await herder.start()
+    try:
+        yield herder, runtime
+    finally:
+        await herder.stop()
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """The suite's polling policy, at the pace of a herder that runs in memory."""
+    await wait_until_async(condition, 5.0, what=what, interval_s=0.01)
+
+
+async def test_a_request_sent_before_the_join_waits_for_it(tmp_path: Path) -> None:
+    coordinator = LoneCoordinator()
+    coordinator.joinable.clear()
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        create = asyncio.create_task(herder.create_connector("early", CONFIG))
+        # Part of the scenario, not a wait: time passes to show the request waits.
+        await asyncio.sleep(0.1)
+        assert not create.done() and coordinator.generation == 0
+        coordinator.joinable.set()
+        view = await create
+        assert view.name == "early" and len(view.tasks) == 2
+        await until(lambda: len(runtime.running) == 2, "both tasks started")
+        assert herder.is_leader and herder.generation >= 2
+
+
+async def test_a_request_that_cannot_be_served_in_time_is_refused_and_never_runs(
+    tmp_path: Path,
+) -> None:
+    coordinator = LoneCoordinator()
+    coordinator.joinable.clear()
+    async with running_herder(tmp_path, coordinator, request_timeout_s=0.2) as (herder, _):
+        with pytest.raises(RequestTimedOut):
+            await herder.create_connector("late", CONFIG)
+        coordinator.joinable.set()
+        await until(lambda: herder.ready, "the worker joined")
+        # Part of the scenario, not a wait: time passes to show the refused request never runs.
+        await asyncio.sleep(0.1)
+        assert herder.connector_names() == []
+
+
+async def test_concurrent_creates_of_one_name_run_one_after_the_other(tmp_path: Path) -> None:
+    async with running_herder(tmp_path, LoneCoordinator()) as (herder, _):
+        outcomes = await asyncio.gather(
+            *(herder.create_connector("same", CONFIG) for _ in range(5)), return_exceptions=True
+        )
+        assert sum(not isinstance(o, BaseException) for o in outcomes) == 1
+        assert sum(isinstance(o, ConnectorExists) for o in outcomes) == 4
+
+
+async def test_a_refused_config_is_an_error_and_nothing_is_stored(tmp_path: Path) -> None:
+    async with running_herder(tmp_path, LoneCoordinator()) as (herder, runtime):
+        with pytest.raises(InvalidConnectorConfig, match="bad: refused"):
+            await herder.create_connector("broken", {**CONFIG, "bad": "yes"})
+        assert herder.connector_names() == [] and runtime.starts == []
+
+
+async def test_work_follows_config_changes_through_rebalances(tmp_path: Path) -> None:
+    async with running_herder(tmp_path, LoneCoordinator()) as (herder, runtime):
+        await herder.create_connector("grow", CONFIG)
+        await until(lambda: len(runtime.running) == 2, "two tasks")
+        await herder.put_connector_config("grow", {**CONFIG, "tasks.max": "3"})
+        await until(lambda: len(runtime.running) == 3, "a third task after the rebalance")
+        await herder.set_target_state("grow", TargetState.PAUSED)
+        await until(lambda: not runtime.running, "paused tasks stopped")
+        task = ConnectorTaskId("grow", 0)
+        await until(
+            lambda: (
+                (status := herder.task_status(task)) is not None
+                and status.state is TaskState.PAUSED
+            ),
+            "PAUSED reported",
+        )
+        await herder.delete_connector("grow")
+        await until(lambda: herder.owned.is_empty(), "deleted work given up")
+        assert herder.connector_names() == [] and not runtime.running
+
+
+async def test_a_lost_membership_stops_all_work_before_rejoining(tmp_path: Path) -> None:
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        await herder.create_connector("lost", CONFIG)
+        await until(lambda: len(runtime.running) == 2, "two tasks")
+        stops_before = len(runtime.stops)
+        generation = coordinator.generation
+        coordinator.heartbeats.append(HeartbeatOutcome.MEMBER_LOST)
+        await until(lambda: coordinator.generation > generation, "a rejoin")
+        await until(lambda: len(runtime.running) == 2, "its tasks back")
+        assert len(runtime.stops) - stops_before == 2
+
+
+async def test_stopping_the_herder_stops_the_work_and_leaves_the_group(tmp_path: Path) -> None:
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        await herder.create_connector("bye", CONFIG)
+        await until(lambda: len(runtime.running) == 2, "two tasks")
+    assert not runtime.running and coordinator.left == 1
