@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.cluster import Cluster, generator_config, spread
 from tests.support.file_sink import committed_column
-from tests.support.processes import running_broker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import running_broker
 
 MODES = {
     "eager": ["connect.protocol=eager"],

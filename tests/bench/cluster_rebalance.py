@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.support.cluster import Cluster, TaskView, generator_config, spread
-from tests.support.processes import running_broker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import running_broker
 
 POLL_S = 0.5
 

@@ -36,7 +36,8 @@ from aiokafka import TopicPartition
 
 from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
-from tests.support.processes import ready_worker, running_broker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import ready_worker, running_broker
 from tests.support.rest_client import Api
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connectors.kafka_to_files import ASSIGN_KEY, KafkaToFilesTask

@@ -19,7 +19,7 @@ from tests.support.cluster import (
     task_key,
 )
 from tests.support.file_sink import committed_column
-from tests.support.processes import wait_until
+from tests.support.polling import wait_until
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -70,6 +70,8 @@ def test_cooperative_cluster_follows_kip_415(each_broker: EmbeddedBroker, tmp_pa
         killed_at = time.monotonic()
         cluster.workers[victim].signal(signal.SIGKILL)
         cluster.workers[victim].process.wait()  # type: ignore[union-attr]
+        # Part of the scenario, not a wait: time passes inside the delay to show that the
+        # lost tasks do not move before it expires.
         time.sleep(DELAY_S * 0.6)
         during = cluster.tasks()
         assert all(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import time
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -13,7 +14,8 @@ import pytest
 
 from tests.support.cluster import Cluster, TaskView, generator_config
 from tests.support.file_sink import committed_column, committed_files
-from tests.support.processes import WorkerProcess, running_broker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import WorkerProcess, running_broker
 from worker.embedded_broker import EmbeddedBroker
 from worker.task_claims import CLAIMS_DIR
 
@@ -58,6 +60,8 @@ def test_worker_without_coordinator_stops_its_tasks_before_the_session_expires(
             wait_until(lambda: "fenced myself" in worker.log_text(), 60, what="the stop")
 
             settled = len(committed_files(output / "task-0"))
+            # Part of the scenario, not a wait: time passes to show that nothing more is
+            # written.
             time.sleep(3)
             assert len(committed_files(output / "task-0")) == settled, "still writing"
             assert worker.process is not None and worker.process.poll() is None
@@ -92,9 +96,10 @@ def test_a_frozen_worker_resumes_as_a_zombie_and_is_fenced(
 
         zombie.signal(signal.SIGSTOP)
         views = wait_until(
-            lambda: (v := cluster.converged(2)) and all(t.worker_id != zombie_id for t in v) and v,
+            partial(cluster.converged, 2),
             120,
             what="the frozen worker's task to move",
+            until=lambda converged: all(t.worker_id != zombie_id for t in converged),
         )
         moved_output = output / f"task-{moved}"
         taken_over_at = len(committed_files(moved_output))

@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from aiokafka import TopicPartition
 
 from tests.support.cluster import Cluster
 from tests.support.kafka_topics import new_topic, read_topic
-from tests.support.processes import ready_worker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import BlockingKafka
@@ -48,6 +50,10 @@ def published_ids(bootstrap_servers: str, topic: str) -> Counter[int]:
         json.loads(r.value or b"")["id"]
         for r in read_topic(bootstrap_servers, topic, "read_committed")
     )
+
+
+def published_rows(bootstrap_servers: str, topic: str) -> int:
+    return sum(published_ids(bootstrap_servers, topic).values())
 
 
 def transaction_open(bootstrap_servers: str, topic: str) -> bool:
@@ -91,9 +97,10 @@ def test_every_line_of_every_file_is_published_once_while_a_worker_is_killed(
         views = cluster.wait_converged(2)
         assert len({v.worker_id for v in views}) == 2
         wait_until(
-            lambda: sum(published_ids(broker.bootstrap_servers, topic).values()) >= 8 * LINES,
+            partial(published_rows, broker.bootstrap_servers, topic),
             120,
             what="the first files",
+            until=lambda rows: rows >= 8 * LINES,
         )
 
         cluster.workers[1].signal(signal.SIGKILL)
@@ -102,9 +109,10 @@ def test_every_line_of_every_file_is_published_once_while_a_worker_is_killed(
         cluster.restart(1).wait_ready(120)
         cluster.wait_converged(2)
         wait_until(
-            lambda: sum(published_ids(broker.bootstrap_servers, topic).values()) >= FILES * LINES,
+            partial(published_rows, broker.bootstrap_servers, topic),
             240,
             what="every line",
+            until=lambda rows: rows >= FILES * LINES,
         )
 
     records = read_topic(broker.bootstrap_servers, topic, "read_committed")
@@ -139,13 +147,10 @@ def test_csv_files_with_an_inferred_schema_and_a_missing_topic(
         api.call("PUT", "/connectors/prices/config", 201, json=config)
         api.wait_states("prices", "RUNNING", ["RUNNING"])
         records = wait_until(
-            lambda: (
-                (found := read_topic(broker.bootstrap_servers, topic))
-                and len(found) >= 20
-                and found
-            ),
+            partial(read_topic, broker.bootstrap_servers, topic),
             120,
             what="the csv rows",
+            until=lambda found: len(found) >= 20,
         )
         missing = {**config, "topic": "no-such-topic"}
         api.call("PUT", "/connectors/lost/config", 201, json=missing)
@@ -212,14 +217,16 @@ def test_a_worker_frozen_mid_transaction_is_fenced_and_every_row_lands_once(
         wait_until(frozen_mid_transaction, 180, interval_s=0.05, what="a transaction to freeze in")
         frozen_at = time.monotonic()
         wait_until(
-            lambda: (v := cluster.converged(1)) and v[0].worker_id != view.worker_id,
+            partial(cluster.converged, 1),
             120,
             what="the frozen worker's task to move",
+            until=lambda views: views[0].worker_id != view.worker_id,
         )
         wait_until(
-            lambda: sum(published_ids(bootstrap, topic).values()) >= total,
+            partial(published_rows, bootstrap, topic),
             240,
             what="the new owner to publish every row",
+            until=lambda rows: rows >= total,
         )
         print(
             "every row committed by the new owner "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import signal
+from functools import partial
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,7 +14,8 @@ import pytest
 from tests.support.cluster import Cluster
 from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
-from tests.support.processes import ready_worker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
@@ -62,7 +64,12 @@ def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
             },
         )
         cluster.wait_converged(PARTITIONS)
-        wait_until(lambda: len(written(output)) >= len(waves[0]), 120, what="the first wave")
+        wait_until(
+            lambda: len(written(output)),
+            120,
+            what="the first wave",
+            until=lambda count: count >= len(waves[0]),
+        )
 
         produce(broker.bootstrap_servers, topic, keyed(waves[1]))
         cluster.workers[1].signal(signal.SIGKILL)
@@ -73,7 +80,12 @@ def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
         produce(broker.bootstrap_servers, topic, keyed(waves[3]))
         views = cluster.wait_converged(PARTITIONS)
         assert len({v.worker_id for v in views}) == 2, "the restarted worker got no task back"
-        wait_until(lambda: len(written(output)) >= RECORDS, 180, what="every record")
+        wait_until(
+            lambda: len(written(output)),
+            180,
+            what="every record",
+            until=lambda count: count >= RECORDS,
+        )
 
     rows = written(output)
     assert len(rows) == RECORDS, "duplicates"
@@ -107,9 +119,10 @@ def test_transform_sql_shapes_each_batch_written_as_csv(
         api.call("PUT", "/connectors/shouts/config", 201, json=config)
         api.wait_states("shouts", "RUNNING", ["RUNNING"])
         rows = wait_until(
-            lambda: (found := csv_rows(output / "task-0")) and len(found) >= 50 and found,
+            partial(csv_rows, output / "task-0"),
             120,
             what="the transformed rows",
+            until=lambda found: len(found) >= 50,
         )
     assert sorted(rows, key=lambda r: int(r["offset"])) == [
         {"shout": f"VALUE-{n}", "offset": str(n)} for n in range(0, 100, 2)

@@ -15,6 +15,7 @@ from herder.membership import (
     JoinedMembers,
 )
 from protocol import PROTOCOL_NAME
+from tests.support.polling import wait_until_async
 from tests.support.processes import free_port, running_broker
 from worker.embedded_broker import EmbeddedBroker
 
@@ -77,7 +78,8 @@ async def test_a_leader_leaving_during_a_rebalance_does_not_strand_the_group(
     broker: EmbeddedBroker,
 ) -> None:
     """Tansu keeps a departed leader as leader of a forming generation; the follower
-    would then wait for an assignment forever."""
+    would then wait for an assignment forever. The leader leaves only once its heartbeat
+    says the follower's rejoin has started that generation."""
     group = f"leader-leaves-{free_port()}"
     first, second = member(broker, group), member(broker, group)
     await first.start()
@@ -88,7 +90,12 @@ async def test_a_leader_leaving_during_a_rebalance_does_not_strand_the_group(
         )
         leader, follower = (first, second) if one.is_leader else (second, first)
         rejoin = asyncio.create_task(follower.join(b"follower-again", echo_leader))
-        await asyncio.sleep(1)
+        await wait_until_async(
+            leader.heartbeat,
+            30,
+            what="the leader to hear of the follower's rejoin",
+            until=lambda outcome: outcome is HeartbeatOutcome.REJOIN,
+        )
         await leader.leave()
 
         async with asyncio.timeout(60):

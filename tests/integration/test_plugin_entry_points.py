@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from tests.support.file_sink import committed_files
-from tests.support.processes import ready_worker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
@@ -80,6 +81,7 @@ def test_an_entry_point_plugin_is_listed_validated_run_and_stopped(
     api.call("PUT", "/connectors/echo/stop", 204)
     api.wait_states("echo", "STOPPED", [])
     settled = len(committed_files(output / "task-0"))
+    # Part of the scenario, not a wait: time passes to show that nothing more is written.
     time.sleep(3)
     assert len(committed_files(output / "task-0")) == settled, "a stopped task still writes"
     api.call("DELETE", "/connectors/echo", 204)

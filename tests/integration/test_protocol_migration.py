@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.cluster import Cluster, generator_config, start_times
 from tests.support.file_sink import committed_column
-from tests.support.processes import wait_until
+from tests.support.polling import wait_until
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration

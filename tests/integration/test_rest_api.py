@@ -15,13 +15,8 @@ import pytest
 
 from tests.support.cluster import generator_config
 from tests.support.file_sink import committed_column
-from tests.support.processes import (
-    WorkerProcess,
-    free_port,
-    ready_worker,
-    running_broker,
-    wait_until,
-)
+from tests.support.polling import wait_until
+from tests.support.processes import WorkerProcess, free_port, ready_worker, running_broker
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
@@ -119,9 +114,10 @@ def test_connector_lifecycle(worker: WorkerProcess, tmp_path: Path) -> None:
     # One task restarts alone, from its checkpoint.
     api.call("POST", "/connectors/life/tasks/0/restart", 204)
     after = wait_until(
-        lambda: (s := api.status("life")) and started(s)[0] != started(running)[0] and s,
+        partial(api.status, "life"),
         TIMEOUT_S,
         what="task 0 restarted",
+        until=lambda status: started(status)[0] != started(running)[0],
     )
     assert started(after)[1] == started(running)[1], "restarting task 0 restarted task 1"
     api.call("POST", "/connectors/life/tasks/9/restart", 404)
@@ -140,12 +136,13 @@ def test_connector_lifecycle(worker: WorkerProcess, tmp_path: Path) -> None:
     assert plan["connector"]["state"] == "RESTARTING"
     assert [t["state"] for t in plan["tasks"]] == ["RESTARTING", "RESTARTING"]
     wait_until(
-        lambda: all(
-            t["state"] == "RUNNING" and t["started_at"] != started(resumed)[t["id"]]
-            for t in api.status("life")["tasks"]
-        ),
+        partial(api.status, "life"),
         TIMEOUT_S,
         what="both tasks restarted",
+        until=lambda status: all(
+            t["state"] == "RUNNING" and t["started_at"] != started(resumed)[t["id"]]
+            for t in status["tasks"]
+        ),
     )
 
     # Stop: the connector keeps its config but has no tasks; resume brings them back.
@@ -370,7 +367,10 @@ def test_health_is_503_until_joined_and_an_early_create_waits_for_the_join(
     ).start()
     try:
         first = wait_until(
-            lambda: httpx.get(f"{process.url}/health", timeout=2), TIMEOUT_S, interval_s=0.05
+            lambda: httpx.get(f"{process.url}/health", timeout=2),
+            TIMEOUT_S,
+            what="the REST server to answer /health",
+            interval_s=0.05,
         )
         assert first.status_code == 503, first.text
         assert first.json()["status"] == "starting"
@@ -415,7 +415,11 @@ def test_follower_forwards_writes_and_cluster_log_levels_reach_every_worker(
         assert created.headers["location"] == "/connectors/via-follower"
         Api(follower.url).call("PUT", "/connectors/via-follower/pause", 202)
         for process in (first, second):
-            wait_until(partial(lists_connector, process, "via-follower"), TIMEOUT_S)
+            wait_until(
+                partial(lists_connector, process, "via-follower"),
+                TIMEOUT_S,
+                what=f"{process.name} to list via-follower",
+            )
 
         Api(follower.url).call(
             "PUT", "/admin/loggers/worker.spark?scope=cluster", 204, json={"level": "trace"}

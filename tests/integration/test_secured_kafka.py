@@ -15,7 +15,8 @@ import pytest
 from tests.support.cluster import Cluster
 from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import create_topic, keyed
-from tests.support.processes import free_port, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import free_port
 from tests.support.secured_kafka import WORKER, client_settings, make_authority, secured_kafka
 from worker.kafka.connection import KafkaConnection
 from worker.kafka_security import SECURITY_KEYS

@@ -17,7 +17,8 @@ import pytest
 
 from tests.support.file_sink import committed_column, committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
-from tests.support.processes import WorkerProcess, free_port, running_broker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import WorkerProcess, free_port, running_broker
 from worker.embedded_broker import BrokerStartError, EmbeddedBroker, port_is_open
 from worker.kafka_kraft import ListenerSecurity
 
@@ -140,6 +141,7 @@ def test_generator_runs_and_delete_stops_it(worker: WorkerProcess, tmp_path: Pat
     assert httpx.get(f"{url}/connectors/gen", timeout=5).status_code == 404
     wait_until(lambda: not _still_writing(output), 60, what="writes to stop")
     settled = {task: len(parquet_files(output / f"task-{task}")) for task in (0, 1)}
+    # Part of the scenario, not a wait: time passes to show that nothing more is written.
     time.sleep(4)
     assert {task: len(parquet_files(output / f"task-{task}")) for task in (0, 1)} == settled
     for task in (0, 1):
@@ -147,6 +149,8 @@ def test_generator_runs_and_delete_stops_it(worker: WorkerProcess, tmp_path: Pat
 
 
 def _still_writing(output: Path, window_s: float = 3.0) -> bool:
+    """Whether a file appeared within `window_s`. A deleted connector leaves nothing to
+    ask whether its queries have stopped, so here the window is the condition itself."""
     before = {t: len(parquet_files(output / f"task-{t}")) for t in (0, 1)}
     time.sleep(window_s)
     return before != {t: len(parquet_files(output / f"task-{t}")) for t in (0, 1)}

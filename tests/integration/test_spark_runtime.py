@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from protocol.messages import ConnectorTaskId
 from tests.support.plugins import plugins_for
+from tests.support.polling import wait_until, wait_until_async
 from worker.connectors.generator import GeneratorConnector
 from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector, Task, TaskContext, parse_config
@@ -123,14 +124,6 @@ async def runtime(
         await task_runtime.stop_all()
 
 
-async def eventually(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {WAIT_S:.0f} s waiting for {what}")
-        await asyncio.sleep(0.2)
-
-
 def committed_batches(directory: Path) -> int:
     """Batches the file sink has committed: one log entry each under `_spark_metadata`."""
     log = directory / "_spark_metadata"
@@ -153,6 +146,13 @@ def scheduler_pools(spark: SparkSession) -> set[str]:
 def jobs_tagged(spark: SparkSession, tag: str) -> list[int]:
     """The ids of the jobs Spark ran with `tag`; PySpark's status tracker has no tag call."""
     return list(spark.sparkContext._jsc.sc().statusTracker().getJobIdsForTag(tag))
+
+
+def running_jobs(spark: SparkSession, query: StreamingQuery) -> set[int]:
+    """The query's jobs that run now: Spark runs a query's batches in a job group named
+    after the query's run id."""
+    tracker = spark.sparkContext.statusTracker()
+    return set(tracker.getJobIdsForGroup(str(query.runId))) & set(tracker.getActiveJobsIds())
 
 
 def generator_config(output: Path, tasks: int) -> dict[str, str]:
@@ -181,11 +181,11 @@ async def test_generator_tasks_resume_after_a_stop_with_no_gap_and_no_duplicate(
     assert task_runtime.running() == {first, second}
     status = task_runtime.task_status(first)
     assert status is not None and status.state is TaskState.RUNNING and status.started_at
-    await eventually(
-        lambda: (
-            committed_batches(output / "task-0") > 0 and committed_batches(output / "task-1") > 0
-        ),
-        "both tasks to commit a batch",
+    await wait_until_async(
+        lambda: [committed_batches(output / f"task-{task}") for task in (0, 1)],
+        WAIT_S,
+        what="both tasks to commit a batch",
+        until=all,
     )
 
     await task_runtime.stop_task(first)
@@ -197,9 +197,11 @@ async def test_generator_tasks_resume_after_a_stop_with_no_gap_and_no_duplicate(
     batches_before_restart = committed_batches(output / "task-0")
 
     await task_runtime.start_task(first, config, config, GENERATION)
-    await eventually(
-        lambda: committed_batches(output / "task-0") >= batches_before_restart + 2,
-        "the restarted task to commit two more batches",
+    await wait_until_async(
+        partial(committed_batches, output / "task-0"),
+        WAIT_S,
+        what="the restarted task to commit two more batches",
+        until=lambda batches: batches >= batches_before_restart + 2,
     )
     await task_runtime.stop_all()
 
@@ -240,7 +242,9 @@ async def test_a_task_that_cannot_start_fails_alone(
     assert misconfigured_status is not None and misconfigured_status.state is TaskState.FAILED
     assert "output.format: invalid value 'avro'" in (misconfigured_status.trace or "")
     assert states.changes[-1] == (misconfigured, TaskState.FAILED, misconfigured_status.trace)
-    await eventually(lambda: committed_batches(tmp_path / "out" / "task-0") > 0, "the healthy task")
+    await wait_until_async(
+        partial(committed_batches, tmp_path / "out" / "task-0"), WAIT_S, what="the healthy task"
+    )
     assert task_runtime.running() == {healthy}
 
 
@@ -261,13 +265,20 @@ async def test_a_query_that_dies_while_running_is_reported_failed_alone(
     await task_runtime.start_task(healthy, good_config, good_config, GENERATION)
     assert task_runtime.running() == {doomed, healthy}
 
-    await eventually(lambda: doomed not in task_runtime.running(), "the doomed task to die")
+    await wait_until_async(
+        task_runtime.running,
+        WAIT_S,
+        what="the doomed task to die",
+        until=lambda running: doomed not in running,
+    )
     status = task_runtime.task_status(doomed)
     assert status is not None and status.state is TaskState.FAILED
     assert "exploding on purpose" in (status.trace or "")
     assert states.states_of(doomed) == [TaskState.RUNNING, TaskState.FAILED]
     assert committed_batches(tmp_path / "doomed") > 0, "the query should have run before dying"
-    await eventually(lambda: committed_batches(tmp_path / "out" / "task-0") > 0, "the healthy task")
+    await wait_until_async(
+        partial(committed_batches, tmp_path / "out" / "task-0"), WAIT_S, what="the healthy task"
+    )
     assert task_runtime.running() == {healthy}
 
 
@@ -302,11 +313,18 @@ async def test_a_task_claimed_by_another_worker_is_fenced_and_stopped(
     zombie, bystander = ConnectorTaskId("gen", 0), ConnectorTaskId("gen", 1)
     await task_runtime.start_task(zombie, config, config, GENERATION)
     await task_runtime.start_task(bystander, config, config, GENERATION)
-    await eventually(lambda: committed_batches(output / "task-0") > 0, "a first batch")
+    await wait_until_async(
+        partial(committed_batches, output / "task-0"), WAIT_S, what="a first batch"
+    )
 
     checkpoint = tmp_path / "checkpoints" / "gen" / "task-0"
     await asyncio.to_thread(claim, checkpoint, "127.0.0.1:9999", GENERATION + 1)
-    await eventually(lambda: zombie not in task_runtime.running(), "the fenced task to stop")
+    await wait_until_async(
+        task_runtime.running,
+        WAIT_S,
+        what="the fenced task to stop",
+        until=lambda running: zombie not in running,
+    )
 
     status = task_runtime.task_status(zombie)
     assert status is not None and status.state is TaskState.FAILED
@@ -316,8 +334,11 @@ async def test_a_task_claimed_by_another_worker_is_fenced_and_stopped(
     active = await asyncio.to_thread(lambda: [q.name for q in spark_provider.get().streams.active])
     assert str(zombie) not in active and str(bystander) in active
     fenced_batches, bystander_batches = (committed_batches(output / f"task-{i}") for i in (0, 1))
-    await eventually(
-        lambda: committed_batches(output / "task-1") >= bystander_batches + 2, "the bystander"
+    await wait_until_async(
+        partial(committed_batches, output / "task-1"),
+        WAIT_S,
+        what="the bystander to commit two more batches",
+        until=lambda batches: batches >= bystander_batches + 2,
     )
     assert committed_batches(output / "task-0") == fenced_batches, "the fenced task committed"
 
@@ -331,8 +352,8 @@ def test_a_stop_lets_the_batch_in_flight_commit(
     spark_provider: SparkSessionProvider, tmp_path: Path
 ) -> None:
     """Else the checkpoint's committed offsets (GET /offsets) lag what the sink holds.
-    Each batch's job sleeps 4 s in the executor; a plain stop one second into it cancels
-    the job and leaves the batch uncommitted."""
+    Each batch's job sleeps 4 s in the executor; a plain stop while it runs cancels the
+    job and leaves the batch uncommitted."""
     checkpoint = tmp_path / "checkpoint"
     query = (
         spark_provider.get()
@@ -351,10 +372,12 @@ def test_a_stop_lets_the_batch_in_flight_commit(
         .start()
     )
     try:
-        deadline = time.monotonic() + WAIT_S
-        while not (checkpoint / "offsets" / "0").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1)
+        wait_until(
+            partial(running_jobs, spark_provider.get(), query),
+            WAIT_S,
+            what="the first batch's job to run",
+            interval_s=0.05,
+        )
         stop_between_batches(query, WAIT_S)
     finally:
         query.stop()

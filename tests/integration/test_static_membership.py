@@ -6,12 +6,13 @@ gets exactly its own tasks back, no other task restarts, and it happens long bef
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.support.cluster import Cluster, generator_config, start_times
-from tests.support.processes import wait_until
+from tests.support.polling import wait_until
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -49,14 +50,12 @@ def test_a_static_member_killed_and_back_within_its_session_keeps_its_tasks(
         victim.kill()
         cluster.restart(1)
         after = wait_until(
-            lambda: (
-                (views := cluster.converged(TASKS))
-                and all(start_times(views)[key] != start_times(before)[key] for key in own)
-                and views
-            ),
+            partial(cluster.converged, TASKS),
             SESSION_S + 60,
-            interval_s=0.5,
             what="the restarted worker's tasks running again",
+            until=lambda views: all(
+                start_times(views)[key] != start_times(before)[key] for key in own
+            ),
         )
         back_after_s = time.monotonic() - killed_at
         generation_after = cluster.workers_view(0)["generation"]

@@ -19,7 +19,8 @@ import pytest
 
 from rest.loggers import MAX_CREATED_LOGGERS
 from tests.support.cluster import generator_config
-from tests.support.processes import WorkerProcess, ready_worker, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import WorkerProcess, ready_worker
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration

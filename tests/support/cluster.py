@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 
-from tests.support.processes import WorkerProcess, free_port, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import WorkerProcess, free_port
 
 
 def generator_config(output: Path, tasks: int, rate: int = 5) -> dict[str, str]:

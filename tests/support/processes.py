@@ -13,14 +13,14 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import httpx
 
+from tests.support.polling import wait_until
 from worker.embedded_broker import BrokerEngine, EmbeddedBroker, TansuEngine
 from worker.kafka_kraft import KafkaKRaftEngine, ListenerSecurity
 
@@ -52,25 +52,6 @@ def running_broker(
         yield broker
     finally:
         broker.stop()
-
-
-def wait_until(
-    condition: Callable[[], Any], timeout_s: float, interval_s: float = 0.5, what: str = ""
-) -> Any:
-    """Poll `condition` until it returns something truthy; that value. Fails after the timeout."""
-    deadline = time.monotonic() + timeout_s
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-            if value:
-                return value
-        except (httpx.HTTPError, OSError, KeyError, ValueError) as exc:
-            last_error = exc
-        time.sleep(interval_s)
-    raise AssertionError(
-        f"timed out after {timeout_s}s waiting for {what} (last error: {last_error})"
-    )
 
 
 @dataclass
@@ -132,11 +113,10 @@ class WorkerProcess:
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
         wait_until(
-            lambda: (
-                httpx.get(f"{self.url}/health", timeout=2, verify=self.verify).status_code == 200
-            ),
+            lambda: httpx.get(f"{self.url}/health", timeout=2, verify=self.verify).status_code,
             timeout_s,
-            what=f"{self.name} REST",
+            what=f"{self.name} to answer /health with 200",
+            until=lambda status: status == 200,
         )
 
     def signal(self, sig: signal.Signals) -> None:

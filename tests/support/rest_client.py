@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import httpx
 
-from tests.support.processes import wait_until
+from tests.support.polling import wait_until
 
 
 class Api:
@@ -27,12 +28,13 @@ class Api:
         return body
 
     def wait_states(self, name: str, connector: str, tasks: list[str]) -> dict[str, Any]:
-        def reached() -> dict[str, Any] | None:
-            status = self.status(name)
+        def reached(status: dict[str, Any]) -> bool:
             states = [t["state"] for t in status["tasks"]]
-            return status if (status["connector"]["state"], states) == (connector, tasks) else None
+            return (status["connector"]["state"], states) == (connector, tasks)
 
-        found: dict[str, Any] = wait_until(
-            reached, self.timeout_s, what=f"{name}: {connector} {tasks}"
+        return wait_until(
+            partial(self.status, name),
+            self.timeout_s,
+            what=f"{name}: {connector} {tasks}",
+            until=reached,
         )
-        return found

@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 from pyspark.find_spark_home import _find_spark_home
 
-from tests.support.processes import free_port, wait_until
+from tests.support.polling import wait_until
+from tests.support.processes import free_port
 
 
 @dataclass(frozen=True)
