@@ -9,7 +9,7 @@ memory of earlier rounds is how it tells lost work from new work.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from herder.assignor import (
     Assignor,
@@ -27,12 +27,18 @@ from protocol.versions import is_cooperative
 
 log = logging.getLogger(__name__)
 
+AssignorFactory = Callable[[bool, int | None], Assignor]
+"""Makes an assignor from whether the group is cooperative and the inherited deadline."""
+
 
 class LeaderPlanner:
     """Plans every round this worker leads; `forget` when its own sync failed.
 
     `inherited_deadline_ms` is a scheduled rebalance this worker learned of as a follower:
     a new leader keeps waiting for the lost work until then (KIP-415, "leader bounces").
+    `make_assignor` replaces how the planner makes its assignor, so that the simulator in
+    tests/simulation can plant a faulty one and show that its invariant checks catch it;
+    the herder leaves it unset and gets the incremental or the eager assignor.
     """
 
     def __init__(
@@ -41,11 +47,13 @@ class LeaderPlanner:
         max_delay_ms: int,
         identity_aware: bool = True,
         inherited_deadline_ms: int | None = None,
+        make_assignor: AssignorFactory | None = None,
     ) -> None:
         self._leader_max_version = leader_max_version
         self._max_delay_ms = max_delay_ms
         self._identity_aware = identity_aware
         self._inherited_deadline_ms = inherited_deadline_ms
+        self._make_assignor = make_assignor or self._standard_assignor
         self._assignor: Assignor | None = None
         self._assignor_cooperative: bool | None = None
         self.unplaced = EMPTY_ALLOCATION
@@ -92,18 +100,17 @@ class LeaderPlanner:
         """A fresh assignor whenever the group switches between eager and cooperative."""
         cooperative = is_cooperative(version)
         if self._assignor is None or self._assignor_cooperative != cooperative:
-            self._assignor = (
-                IncrementalCooperativeAssignor(
-                    self._max_delay_ms,
-                    self._identity_aware,
-                    inherited_deadline_ms=self._inherited_deadline_ms,
-                )
-                if cooperative
-                else EagerAssignor()
-            )
+            self._assignor = self._make_assignor(cooperative, self._inherited_deadline_ms)
             self._inherited_deadline_ms = None
             self._assignor_cooperative = cooperative
         return self._assignor
+
+    def _standard_assignor(self, cooperative: bool, inherited_deadline_ms: int | None) -> Assignor:
+        if not cooperative:
+            return EagerAssignor()
+        return IncrementalCooperativeAssignor(
+            self._max_delay_ms, self._identity_aware, inherited_deadline_ms=inherited_deadline_ms
+        )
 
 
 def unplaced_work(

@@ -16,13 +16,7 @@ from tests.simulation.coordinator import GroupCoordinator, JoinedGroup, Phase, T
 from tests.simulation.events import EventLoop
 from tests.simulation.invariants import StabilityGuard, check_quiet_state
 from tests.simulation.ledger import InvariantViolation, RunLedger
-from tests.simulation.worker import (
-    AssignorFactory,
-    Rebalancing,
-    SimWorker,
-    WorkerEnv,
-    standard_assignors,
-)
+from tests.simulation.worker import AssignorFactory, Rebalancing, SimWorker, WorkerEnv
 
 
 @dataclass(frozen=True)
@@ -73,7 +67,8 @@ class SimCluster:
             self.ledger,
             self.timeouts,
             rebalancing,
-            make_assignor or standard_assignors(rebalancing, max_delay_ms),
+            max_delay_ms,
+            make_assignor,
         )
         self.workers: dict[str, SimWorker] = {}
         self.rounds: list[RoundRecord] = []
@@ -83,8 +78,9 @@ class SimCluster:
     def now_ms(self) -> int:
         return self.loop.now_ms
 
-    def join(self, *names: str) -> None:
-        """Start new workers, or restart stopped ones under the same identity."""
+    def join(self, *names: str, rebalancing: Rebalancing | None = None) -> None:
+        """Start new workers, or restart stopped ones under the same identity, in
+        `rebalancing` (default: the cluster's mode) to mix protocol versions."""
         self.guard.disturb()
         for name in names:
             if name not in self.workers:
@@ -93,6 +89,7 @@ class SimCluster:
             worker = self.workers[name]
             if worker.alive:
                 raise ValueError(f"{name} is already running")
+            worker.rebalancing = rebalancing or self.rebalancing
             worker.start()
 
     def leave(self, name: str) -> None:

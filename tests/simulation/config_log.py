@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from herder.assignor import ClusterSnapshot
+from herder.config_store import ConfigSnapshot
 from protocol.messages import ConnectorTaskId
 
 Item = str | ConnectorTaskId
@@ -33,8 +33,15 @@ class ConfigLog:
     def task_counts(self, offset: int | None = None) -> dict[str, int]:
         return dict(self._states[self.end if offset is None else offset])
 
-    def snapshot(self, offset: int) -> ClusterSnapshot:
-        return ClusterSnapshot(offset, self._states[offset])
+    def snapshot(self, offset: int) -> ConfigSnapshot:
+        """The herder's view at `offset`: each connector with that many (empty) task
+        configs, which is all the leader's planning reads of them."""
+        counts = self._states[offset]
+        return ConfigSnapshot(
+            offset,
+            connectors={name: {} for name in counts},
+            task_configs={name: ({},) * tasks for name, tasks in counts.items()},
+        )
 
     def items(self, offset: int | None = None) -> set[Item]:
         counts = self._states[self.end if offset is None else offset]

@@ -1,9 +1,12 @@
 """A simulated worker process: what a sparkherd herder does around each rebalance.
 
-Cooperative: it keeps running everything until the leader revokes it; it stops revoked
-items, starts assigned ones, rejoins at once after a revocation and after `delay_ms`
-otherwise. Eager: it stops everything before every join and starts its complete new
-allocation. Either way it starts and stops items only through the ledger.
+The decisions are the herder's own code: as leader a worker plans with
+`herder.leader.LeaderPlanner` (version negotiation, assignor, codec), and every
+assignment it receives goes through `herder.apply.apply_assignment`; this module only
+carries the decisions out in virtual time. Cooperative: it keeps running everything
+until the leader revokes it and rejoins at once after a revocation, or after `delay_ms`.
+Eager (the group runs v0): it stops everything before every join. Either way it starts
+and stops items only through the ledger.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from herder.assignor import (
-    Assignor,
-    EagerAssignor,
-    GroupRound,
-    IncrementalCooperativeAssignor,
-)
-from protocol.messages import Allocation, Assignment, AssignmentError, Subscription
+from herder.apply import apply_assignment
+from herder.assignor import Assignor, inherited_deadline
+from herder.leader import LeaderPlanner
+from herder.membership import JoinedMembers
+from protocol.codec import decode_assignment, encode_subscription
+from protocol.messages import Allocation, Assignment, Subscription
+from protocol.versions import EAGER_VERSION
 from tests.simulation.config_log import ConfigLog, Item
 from tests.simulation.coordinator import (
     GroupCoordinator,
@@ -37,24 +40,17 @@ class Rebalancing(Enum):
 
     @property
     def version(self) -> int:
-        return 0 if self is Rebalancing.EAGER else 2
+        """The highest protocol version a worker in this mode speaks."""
+        return EAGER_VERSION if self is Rebalancing.EAGER else 2
+
+    @property
+    def identity_aware(self) -> bool:
+        return self is Rebalancing.IDENTITY_AWARE
 
 
 AssignorFactory = Callable[[int | None], Assignor]
-"""Makes the assignor of a worker that becomes leader, given the deadline it inherited."""
-
-
-def standard_assignors(rebalancing: Rebalancing, max_delay_ms: int) -> AssignorFactory:
-    def make(inherited_deadline_ms: int | None) -> Assignor:
-        if rebalancing is Rebalancing.EAGER:
-            return EagerAssignor()
-        return IncrementalCooperativeAssignor(
-            max_delay_ms,
-            identity_aware=rebalancing is Rebalancing.IDENTITY_AWARE,
-            inherited_deadline_ms=inherited_deadline_ms,
-        )
-
-    return make
+"""Makes the assignor of a worker that becomes leader, given the deadline it inherited.
+A test's factory makes the assignor for the mode its cluster runs, eager or not."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,9 @@ class WorkerEnv:
     ledger: RunLedger
     timeouts: Timeouts
     rebalancing: Rebalancing
-    make_assignor: AssignorFactory
+    max_delay_ms: int
+    make_assignor: AssignorFactory | None = None
+    """None: the leader planner's own assignors."""
 
 
 class SimWorker:
@@ -75,26 +73,39 @@ class SimWorker:
         self._heartbeat_phase_ms = heartbeat_phase_ms
         self.url = f"http://{name}:8083"
         self._env = env
+        self.rebalancing = env.rebalancing
+        """This worker's own mode: a group can mix versions, as during a rolling upgrade."""
         self.alive = False
         self.leaving = False
         self.member_id: str | None = None
         self.joining = False
         self.running: set[Item] = set()
         self.config_offset = 0
-        self._assignor: Assignor | None = None
+        self.version = self.rebalancing.version
+        """The version of the next subscription; only an assignment changes it."""
+        self.group_version = self.rebalancing.version
+        self._planner: LeaderPlanner | None = None
         self._led_generation: int | None = None
-        self._deadline_ms: int | None = None
+        self._last_assignment: tuple[Assignment, int] | None = None
+        self.runs = 0
+        """Process starts so far; the coordinator reaches only the current one."""
         self._rejoin: Scheduled | None = None
         self._heartbeat: Scheduled | None = None
+
+    @property
+    def max_version(self) -> int:
+        return self.rebalancing.version
 
     def start(self) -> None:
         """A fresh process: nothing running, no member id, no leader memory."""
         self.alive = True
+        self.runs += 1
         self.leaving = False
         self.member_id = None
-        self._assignor = None
+        self.version = self.group_version = self.max_version
+        self._planner = None
         self._led_generation = None
-        self._deadline_ms = None
+        self._last_assignment = None
         self.read_config(self._env.config.end)
         self.join()
         loop = self._env.loop
@@ -114,7 +125,7 @@ class SimWorker:
 
     def retire(self) -> None:
         """Announce a departure for good; leave once the group took all work away."""
-        if self._env.rebalancing is Rebalancing.EAGER:
+        if self.max_version == EAGER_VERSION:
             self.shut_down()
             return
         self.leaving = True
@@ -138,82 +149,87 @@ class SimWorker:
         if not self.alive:
             return
         self._env.loop.cancel(self._rejoin)
-        if self._env.rebalancing is Rebalancing.EAGER:
+        if self.group_version == EAGER_VERSION:
             self._stop_all("rejoin")
-        self.member_id = self._env.coordinator.join(self, self.member_id, self._subscription())
+        link = _ProcessRun(self)
+        self.member_id = self._env.coordinator.join(link, self.member_id, self._subscription())
         self.joining = True
 
     def lead(self, group: JoinedGroup) -> dict[str, Assignment] | None:
-        if not self.alive:
-            return None
-        if self._assignor is None or self._led_generation != group.generation - 1:
-            self._assignor = self._fresh_assignor()
+        """The herder's leader step on the wire's bytes. Like the herder, a worker keeps
+        its planner only while it leads consecutive generations."""
+        if self._planner is None or self._led_generation != group.generation - 1:
+            self._planner = self._fresh_planner()
         self._led_generation = group.generation
-        version = min(s.max_version for s in group.members.values())
-        return self._assignor.assign(
-            GroupRound(
-                generation=group.generation,
-                leader_id=group.leader_id,
-                leader_url=self.url,
-                version=version,
-                leader_max_version=self._env.rebalancing.version,
-                members=group.members,
-                snapshot=self._env.config.snapshot(self.config_offset),
-                now_ms=self._env.loop.now_ms,
-            )
+        members = JoinedMembers(
+            generation=group.generation,
+            leader_id=group.leader_id,
+            metadata={m: encode_subscription(s) for m, s in group.members.items()},
+            instance_ids={m: s.instance_id for m, s in group.members.items()},
         )
+        encoded = self._planner.plan(
+            members,
+            leader_url=self.url,
+            snapshot=self._env.config.snapshot(self.config_offset),
+            now_ms=self._env.loop.now_ms,
+        )
+        return {member: decode_assignment(data) for member, data in encoded.items()}
 
     def on_sync(self, generation: int, assignment: Assignment) -> None:
-        if not self.alive:
-            return
+        """Carry out the herder's decision; a config offset behind the leader's is caught
+        up by a blocking read, a reader found ahead of it needs another round."""
         self.joining = False
         loop = self._env.loop
-        if assignment.error is AssignmentError.CONFIG_MISMATCH:
+        self._last_assignment = (assignment, loop.now_ms)
+        step = apply_assignment(
+            assignment, _allocation(self.running), self.version, self.max_version
+        )
+        self.version = step.version
+        if step.catch_up:
             self._read_up_to(self._env.config.end)
-            self._rejoin = loop.call_soon(self.join)
-            return
-        self._read_up_to(assignment.config_offset)
-        for item in _items(assignment.revoked):
-            if item in self.running:
-                self._stop(item, "revoked")
-        for item in _items(assignment.assigned):
+        if step.accepted:
+            self._read_up_to(assignment.config_offset)
+        if step.group_version is not None:
+            self.group_version = step.group_version
+        for item in _items(step.stop):
+            self._stop(item, "revoked")
+        for item in _items(step.start):
             self.running.add(item)
             self._env.ledger.start(item, self.name)
-        self._deadline_ms = loop.now_ms + assignment.delay_ms if assignment.delay_ms else None
-        if not assignment.revoked.is_empty() or self.config_offset > assignment.config_offset:
+        if step.rejoin or (step.accepted and self.config_offset > assignment.config_offset):
             self._rejoin = loop.call_soon(self.join)
         elif self.leaving and not self.running:
             self.shut_down()
-        elif assignment.delay_ms > 0:
-            self._rejoin = loop.call_at(loop.now_ms + assignment.delay_ms, self.join)
+        elif step.delay_ms > 0:
+            self._rejoin = loop.call_at(loop.now_ms + step.delay_ms, self.join)
 
     def on_sync_failed(self, generation: int) -> None:
-        if not self.alive:
-            return
-        if self._led_generation == generation and self._assignor is not None:
-            self._assignor.forget()
+        if self._led_generation == generation and self._planner is not None:
+            self._planner.forget()
         self.joining = False
         self._rejoin = self._env.loop.call_soon(self.join)
 
-    def _fresh_assignor(self) -> Assignor:
-        deadline = self._deadline_ms
-        if deadline is not None and deadline <= self._env.loop.now_ms:
-            deadline = None
-        return self._env.make_assignor(deadline)
+    def _fresh_planner(self) -> LeaderPlanner:
+        """A new leader inherits the scheduled rebalance it knew of as a follower."""
+        make = self._env.make_assignor
+        return LeaderPlanner(
+            leader_max_version=self.max_version,
+            max_delay_ms=self._env.max_delay_ms,
+            identity_aware=self.rebalancing.identity_aware,
+            inherited_deadline_ms=(
+                inherited_deadline(*self._last_assignment) if self._last_assignment else None
+            ),
+            make_assignor=None if make is None else lambda _cooperative, deadline: make(deadline),
+        )
 
     def _subscription(self) -> Subscription:
-        version = self._env.rebalancing.version
-        running = self.running if version else set()
         return Subscription(
-            version=version,
-            max_version=version,
+            version=self.version,
+            max_version=self.max_version,
             worker_id=self.name,
             url=self.url,
             config_offset=self.config_offset,
-            allocation=Allocation.of(
-                (i for i in running if isinstance(i, str)),
-                (i for i in running if not isinstance(i, str)),
-            ),
+            allocation=_allocation(self.running),
             leaving=self.leaving,
         )
 
@@ -251,6 +267,38 @@ class SimWorker:
     def _stop(self, item: Item, cause: str) -> None:
         self.running.discard(item)
         self._env.ledger.stop(item, self.name, cause)
+
+
+class _ProcessRun:
+    """The coordinator's link to one run of a worker process. A member that an earlier
+    run joined with stays in the group until its session expires, and what the
+    coordinator tells it reaches no one, as for a real process that restarted: it never
+    leads for the new run, nor do its assignments land there."""
+
+    def __init__(self, worker: SimWorker) -> None:
+        self.name = worker.name
+        self._worker = worker
+        self._run = worker.runs
+
+    def lead(self, group: JoinedGroup) -> dict[str, Assignment] | None:
+        return self._worker.lead(group) if self._current() else None
+
+    def on_sync(self, generation: int, assignment: Assignment) -> None:
+        if self._current():
+            self._worker.on_sync(generation, assignment)
+
+    def on_sync_failed(self, generation: int) -> None:
+        if self._current():
+            self._worker.on_sync_failed(generation)
+
+    def _current(self) -> bool:
+        return self._worker.alive and self._worker.runs == self._run
+
+
+def _allocation(items: set[Item]) -> Allocation:
+    return Allocation.of(
+        (i for i in items if isinstance(i, str)), (i for i in items if not isinstance(i, str))
+    )
 
 
 def _items(allocation: Allocation) -> list[Item]:
