@@ -30,6 +30,7 @@ from herder.membership import (
 )
 from herder.requests import DEFAULT_REQUEST_TIMEOUT_S, RequestQueue
 from herder.task_configs import TaskConfigWriter
+from herder.views import WorkerState
 from herder.work import LocalWork
 from protocol import ProtocolError
 from protocol.codec import decode_assignment, encode_subscription
@@ -55,6 +56,8 @@ class HerderSettings:
     group_instance_id: str | None
     checkpoint_root: Path
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    warm_up: bool = True
+    """Warm the runtime up before the first join (`worker.warmup.enabled`)."""
 
 
 class GroupLoop:
@@ -87,6 +90,7 @@ class GroupLoop:
         self._static_rejoin_forced = False
         self._last_assignment: tuple[Assignment, int] | None = None
         self._leaving = False
+        self._warming = False
         self.leader_url: str | None = None
         self._configured_at_join: Allocation = EMPTY_ALLOCATION
         self._rejoin = asyncio.Event()
@@ -115,6 +119,18 @@ class GroupLoop:
     @property
     def is_leader(self) -> bool:
         return self._generation is not None and self._generation.is_leader
+
+    @property
+    def state(self) -> WorkerState:
+        if self._warming:
+            return WorkerState.WARMING
+        if self._leaving:
+            return WorkerState.LEAVING
+        if self.ready:
+            return WorkerState.RUNNING
+        if self.unhealthy is not None:
+            return WorkerState.UNHEALTHY
+        return WorkerState.JOINING
 
     def scheduled_rebalance_s(self) -> float:
         """How long until the leader's scheduled rebalance (0: none pending)."""
@@ -146,6 +162,8 @@ class GroupLoop:
         return True
 
     async def run(self) -> None:
+        if self._settings.warm_up:
+            await self._warm_up()
         while True:
             self._rejoin.clear()
             self.config_changed.clear()
@@ -181,6 +199,22 @@ class GroupLoop:
                 await self._config_unreadable()
             finally:
                 await cancel_and_wait(self._heartbeat_task)
+
+    async def _warm_up(self) -> None:
+        """Start Spark before joining: work the group hands this worker (its own tasks
+        back after a restart, say) then starts at once instead of after Spark's start-up,
+        on CPUs the other workers keep busy. A runtime that cannot start is no reason to
+        stay out of the group: the tasks it is given report the cause as FAILED."""
+        self._warming = True
+        began = self._clock()
+        try:
+            await self._work.warm_up()
+        except Exception:
+            log.exception("warming up failed; joining the group anyway")
+        else:
+            log.info("warm after %.1f s; joining the group", self._clock() - began)
+        finally:
+            self._warming = False
 
     async def _rebalance_was_skipped(self, generation: Generation, metadata: bytes) -> bool:
         """Whether the coordinator answered without the rebalance this worker needs, in
@@ -395,8 +429,11 @@ class GroupLoop:
         self._rejoin.set()
 
     async def _heartbeat(self) -> None:
+        joined_at = self._clock()
         while True:
-            await asyncio.sleep(self._settings.heartbeat_interval_ms / 1000)
+            await asyncio.sleep(
+                heartbeat_pause_s(self._clock() - joined_at, self._settings.heartbeat_interval_ms)
+            )
             outcome = await self._member.heartbeat()
             if outcome is HeartbeatOutcome.MEMBER_LOST:
                 log.warning("lost group membership; stopping all work before rejoining")
@@ -415,6 +452,25 @@ class GroupLoop:
             self._rejoin.set()
             return
         await self._work.follow_config(snapshot)
+
+
+FOLLOW_UP_WINDOW_S = 10.0
+FOLLOW_UP_HEARTBEAT_S = 0.2
+
+
+def heartbeat_pause_s(since_join_s: float, heartbeat_interval_ms: int) -> float:
+    """How long to wait before the next heartbeat, `since_join_s` after a rebalance.
+
+    A cooperative rebalance that moves work is two rounds: the owners stop what was
+    revoked and rejoin at once, and the others hear of the second round only from a
+    heartbeat. Work handed over is stopped until that round, so right after a rebalance
+    a member asks often (a few requests a second, for a few seconds); afterwards, every
+    `heartbeat.interval.ms`.
+    """
+    interval_s = heartbeat_interval_ms / 1000
+    if since_join_s < FOLLOW_UP_WINDOW_S:
+        return min(interval_s, FOLLOW_UP_HEARTBEAT_S)
+    return interval_s
 
 
 async def _first_of(*events: asyncio.Event) -> None:

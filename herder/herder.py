@@ -27,7 +27,7 @@ from herder.requests import RequestQueue
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
 from herder.task_configs import TaskConfigWriter
-from herder.views import ClusterView, ConnectorView
+from herder.views import ClusterView, ConnectorView, WorkerState
 from herder.work import LocalWork
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from worker.checkpoint_offsets import SourceOffset
@@ -107,6 +107,10 @@ class DistributedHerder:
     @property
     def ready(self) -> bool:
         return self._loop.ready
+
+    @property
+    def state(self) -> WorkerState:
+        return self._loop.state
 
     @property
     def unhealthy(self) -> str | None:
@@ -192,6 +196,7 @@ class DistributedHerder:
             protocol_version=self._loop.group_version,
             scheduled_rebalance_ms=int(self._loop.scheduled_rebalance_s() * 1000),
             workers=workers,
+            state=self._loop.state,
         )
 
     def connector_names(self) -> list[str]:

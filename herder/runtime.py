@@ -23,6 +23,11 @@ class TaskRuntime(Protocol):
 
     async def stop_all(self) -> None: ...
 
+    async def warm_up(self) -> None:
+        """Get ready to start a task at once (the herder calls it before it joins the
+        group, so that work handed to this worker does not wait for start-up)."""
+        ...
+
     def held(self) -> set[ConnectorTaskId]:
         """Every task started and not yet stopped, whatever its state."""
         ...

@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from protocol.messages import Allocation, ConnectorTaskId
+
+
+class WorkerState(StrEnum):
+    """Where this worker is in its life, as `/health` and `/workers` show it."""
+
+    WARMING = "warming"
+    """Starting Spark before it joins the group, so that it can start a task at once."""
+    JOINING = "joining"
+    RUNNING = "running"
+    LEAVING = "leaving"
+    """Handing its work over to the other workers before it stops."""
+    UNHEALTHY = "unhealthy"
 
 
 @dataclass(frozen=True)
@@ -26,3 +39,5 @@ class ClusterView:
     protocol_version: int
     scheduled_rebalance_ms: int
     workers: Mapping[str, Allocation]
+    state: WorkerState
+    """This worker's own state; only a worker knows its own."""

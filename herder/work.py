@@ -97,6 +97,9 @@ class LocalWork:
     async def stop_all(self) -> None:
         await self.stop(self.owned)
 
+    async def warm_up(self) -> None:
+        await self._runtime.warm_up()
+
     def _started(self, task: ConnectorTaskId, done: asyncio.Task[None]) -> None:
         if self._starting.get(task) is done:
             del self._starting[task]

@@ -23,6 +23,7 @@ from herder.errors import (
     TasksStillRunning,
 )
 from herder.requests import RequestTimedOut, WorkerStopping
+from herder.views import WorkerState
 from rest.auth import require_authentication
 from rest.body_limit import BodyLimit
 from rest.connector_plugins_routes import connector_plugins_router
@@ -112,9 +113,12 @@ def create_app(
         if herder.unhealthy is not None:
             body = HealthBody(status="unhealthy", message=herder.unhealthy)
             return JSONResponse(body.model_dump(), status_code=500)
-        body = HealthBody(
-            status="starting", message="Worker is still joining the group and reading its configs."
+        message = (
+            "Worker is warming up (starting Spark) before it joins the group."
+            if herder.state is WorkerState.WARMING
+            else "Worker is still joining the group and reading its configs."
         )
+        body = HealthBody(status="starting", message=message)
         return JSONResponse(body.model_dump(), status_code=503)
 
     @app.get("/workers", response_model=ClusterBody)
@@ -132,6 +136,7 @@ def create_app(
                     url=f"http://{worker}",
                     connectors=sorted(allocation.connectors),
                     tasks=[str(task) for task in sorted(allocation.tasks)],
+                    state=view.state if worker == herder.worker_id else None,
                 )
                 for worker, allocation in sorted(view.workers.items())
             ],

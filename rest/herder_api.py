@@ -18,7 +18,7 @@ from fastapi import Depends, FastAPI, Request
 
 from herder.config_store import RestartRequest, TargetState
 from herder.status_store import Status
-from herder.views import ClusterView, ConnectorView
+from herder.views import ClusterView, ConnectorView, WorkerState
 from protocol.messages import Allocation, ConnectorTaskId
 from rest.loggers import ClusterLoggerSetter
 from worker.checkpoint_offsets import SourceOffset
@@ -34,6 +34,9 @@ class HerderApi(ClusterLoggerSetter, Protocol):
     @property
     def ready(self) -> bool:
         """Joined the group and read the configs: `/health` answers 200."""
+
+    @property
+    def state(self) -> WorkerState: ...
 
     @property
     def unhealthy(self) -> str | None:

@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from herder.views import WorkerState
 from worker.names import check_name
 
 ConfigValue = str | int | float | bool | None
@@ -114,6 +115,11 @@ class WorkerBody(BaseModel):
     url: str
     connectors: list[str]
     tasks: list[str] = Field(description="task ids as <connector>-<n>")
+    state: WorkerState | None = Field(
+        None,
+        description="this worker's own state (warming, joining, running, leaving, "
+        "unhealthy); null for the others, whose state only they know",
+    )
 
 
 class ClusterBody(BaseModel):

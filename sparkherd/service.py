@@ -14,9 +14,11 @@ import os
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 import uvicorn
 
@@ -132,6 +134,10 @@ class WorkerService:
     def request_stop(self) -> None:
         self._stop.set()
 
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.is_set()
+
     async def run(self) -> None:
         sock = bind_rest_socket(self.config.rest_host_name, self.config.rest_port)
         await self.herder.start()
@@ -160,6 +166,8 @@ class WorkerService:
             await asyncio.wait({serving, herding, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
+            if self._stop.is_set():
+                await self._hand_off()
             log.info("stopping: tasks first, then the group, then REST")
             await self.herder.stop()
             server.should_exit = True
@@ -168,6 +176,33 @@ class WorkerService:
         for task in (herding, serving):
             if task.done() and not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
+
+    async def _hand_off(self) -> None:
+        """A planned stop hands this worker's work to the others before anything stops.
+
+        The worker announces that it is leaving; the leader revokes all its work at once
+        and gives it to the other members in the next round, which start it at once
+        (warm workers start a task in well under a second). The tasks are stopped the
+        usual way, the batch in flight completing. Without a hand-off they would stay
+        stopped until this worker is back and warm, or `scheduled.rebalance.max.delay.ms`
+        passes. Alone in its group the worker gives its work to no one and so stops it,
+        as it would anyway.
+        """
+        timeout_s = self.config.task_handoff_timeout_ms / 1000
+        if timeout_s <= 0 or not self.herder.ready or self.herder.owned.is_empty():
+            return
+        log.info(
+            "handing %d tasks over to the other workers before stopping (at most %g s)",
+            len(self.herder.owned.tasks),
+            timeout_s,
+        )
+        began = time.monotonic()
+        if await self.herder.leave_for_good(timeout_s):
+            log.info("handed every task over in %.1f s", time.monotonic() - began)
+        else:
+            log.warning(
+                "the hand-off did not finish within task.handoff.timeout.ms; stopping anyway"
+            )
 
 
 def _herder_for(
@@ -192,6 +227,7 @@ def _herder_for(
             heartbeat_interval_ms=config.heartbeat_interval_ms,
             group_instance_id=config.group_instance_id,
             checkpoint_root=config.checkpoint_root,
+            warm_up=config.worker_warmup_enabled,
         ),
         GroupMember(
             servers,
@@ -211,7 +247,26 @@ def _herder_for(
     )
 
 
-def install_stop_signals(service: WorkerService) -> None:
+class Stoppable(Protocol):
+    @property
+    def stop_requested(self) -> bool: ...
+
+    def request_stop(self) -> None: ...
+
+
+def install_stop_signals(service: Stoppable) -> None:
+    """The first SIGTERM or SIGINT stops the worker in order (hand-off, tasks, group,
+    REST, Spark); a second one exits at once, leaving the tasks to their checkpoints."""
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        if not service.stop_requested:
+            log.info("%s: stopping (a second signal exits at once)", sig.name)
+            service.request_stop()
+            return
+        log.warning("second %s: exiting now, without stopping the tasks in order", sig.name)
+        logging.shutdown()
+        os._exit(128 + sig)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, service.request_stop)
+        loop.add_signal_handler(sig, on_signal, sig)

@@ -1,9 +1,10 @@
-"""The worker's one SparkSession, created when the first task needs it.
+"""The worker's one SparkSession, created by the warm-up before the worker joins its
+group (or, with `worker.warmup.enabled=false`, when the first task needs it).
 
 A worker process is a Spark driver and a process holds only one SparkContext, so every
 task of every connector shares this session. Starting it costs seconds (JVM and Spark
-start-up), which is why it is deferred until work is actually assigned: a worker that
-only serves REST or waits in the group never pays for it.
+start-up, tens of seconds on a busy machine), which is why it happens before the worker
+takes any work: otherwise every task given to a freshly started worker waits for it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from types import MappingProxyType
 from typing import Final
 
 from py4j.protocol import Py4JError
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from worker.maven_jars import JarResolutionError
@@ -52,6 +55,20 @@ def bound_to_loopback_when_local(conf: Mapping[str, str]) -> dict[str, str]:
     if not conf.get("spark.master", "").startswith("local"):
         return dict(conf)
     return {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK, **conf}
+
+
+def _start_jvm_apart(conf: Mapping[str, str]) -> SparkContext:
+    """Start Spark's JVM in a session of its own, so a signal to the worker's process
+    group (`kill -- -PGID`, systemd's `KillMode=control-group`) reaches only the worker.
+
+    Otherwise the JVM's shutdown hook stops the SparkContext at once, and every task stop
+    the worker then orchestrates fails ("Cannot call methods on a stopped SparkContext").
+    The JVM still dies with the worker: it exits when its stdin, a pipe from this
+    process, closes.
+    """
+    spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True})
+    return SparkContext(conf=spark_conf, gateway=gateway)
 
 
 class SparkSessionProvider:
@@ -95,8 +112,11 @@ class SparkSessionProvider:
                 # Python data sources plan in Python processes the JVM starts with this
                 # interpreter; the default, `python3` on PATH, may lack sparkherd's packages.
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+                conf = {"spark.app.name": self._app_name, **self._with_extra_jars()}
+                if SparkContext._active_spark_context is None:
+                    _start_jvm_apart(conf)
                 builder = SparkSession.builder.appName(self._app_name)
-                for key, value in self._with_extra_jars().items():
+                for key, value in conf.items():
                     builder = builder.config(key, value)
                 self._session = builder.getOrCreate()
             return self._session

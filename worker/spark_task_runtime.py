@@ -150,6 +150,12 @@ class SparkTaskRuntime:
         start again."""
         return set(self._runs)
 
+    async def warm_up(self) -> None:
+        """Start the session and run one small job on it, so the first task's query does
+        not pay for Spark's start-up (seconds, tens of them on a busy machine)."""
+        session = await asyncio.to_thread(self._session.get)
+        await asyncio.to_thread(lambda: session.range(1).count())
+
     def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
         run = self._runs.get(task_id)
         return run.status if run is not None else None

@@ -40,6 +40,15 @@ def hold_ms(streak: int, max_delay_ms: int) -> int:
     return min(max_delay_ms, FIRST_HOLD_MS * growth)
 
 
+@dataclass(frozen=True)
+class HandedOver:
+    """Tasks a member leaving for good handed over: they go back to a member with its
+    identity that joins before `until_ms` (a rolling bounce: the pod comes back)."""
+
+    until_ms: int
+    tasks: dict[str, frozenset[int]]
+
+
 @dataclass
 class LeaderMemory:
     knows_round: bool = False
@@ -59,7 +68,11 @@ class LeaderMemory:
     candidates: set[str] = field(default_factory=set)
     """Members that joined empty while lost items waited: first in line for them."""
     pacing: RevocationPacing = field(default_factory=RevocationPacing)
+    handed_over: dict[str, HandedOver] = field(default_factory=dict)
+    """identity -> what a member with that identity handed over when it left."""
 
     def forgotten(self) -> LeaderMemory:
-        """Drop last round's decisions but not the deadline: the wait it measures is real."""
-        return LeaderMemory(deadline_ms=self.deadline_ms)
+        """Drop last round's decisions but not the deadline nor what went where in a
+        hand-off: the wait the one measures is real, and the other is about identities,
+        which a failed round does not change."""
+        return LeaderMemory(deadline_ms=self.deadline_ms, handed_over=self.handed_over)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from herder.assignor.memory import LeaderMemory, RevocationPacing, hold_ms
+from herder.assignor.memory import HandedOver, LeaderMemory, RevocationPacing, hold_ms
 from herder.assignor.placement import LoadModel, TaskSets
 from herder.assignor.replies import reply
 from herder.assignor.reports import GroupReports, MemberReport
@@ -41,6 +41,12 @@ class RoundPlanner:
         self._round = round
         self._memory = memory
         self._max_delay_ms = max_delay_ms
+        self._identity_aware = identity_aware
+        self._handed_over = {
+            identity: handed
+            for identity, handed in memory.handed_over.items()
+            if round.now_ms < handed.until_ms
+        }
         self._counts = round.snapshot.task_counts
         self._reports = GroupReports.of(round.members)
         self._eligible = [m for m in sorted(round.members) if not round.members[m].leaving]
@@ -68,6 +74,7 @@ class RoundPlanner:
         self._triage_unreported_tasks()
         self._triage_unreported_connectors()
         self._resolve_wait()
+        self._return_handed_over_work()
         self._model.place_tasks(self._free_tasks)
         self._model.place_connectors(self._free_connectors)
         pacing, balanced_now = self._balance()
@@ -99,16 +106,23 @@ class RoundPlanner:
             self._model.keep(i, kept, connectors)
 
     def _release_work_of_leaving_members(self) -> None:
-        """Work of a member leaving for good is re-placed now and handed over next round."""
+        """Work of a member leaving for good is re-placed now and handed over next round;
+        the leader remembers it under the member's identity (see `HandedOver`)."""
         for member, report in self._reports.by_member.items():
             if member in self._index:
                 continue
+            released: dict[str, frozenset[int]] = {}
             for connector, numbers in report.tasks.items():
                 count = self._counts.get(connector, 0)
                 twice = self._reports.duplicate_tasks.get(connector, _NOTHING)
                 free = [t for t in sorted(numbers) if t < count and t not in twice]
                 if free:
                     self._free_tasks.setdefault(connector, []).extend(free)
+                    released[connector] = frozenset(free)
+            if released and self._identity_aware:
+                self._handed_over[self._round.members[member].identity] = HandedOver(
+                    self._round.now_ms + self._max_delay_ms, released
+                )
             self._free_connectors.extend(
                 c
                 for c in sorted(report.connectors)
@@ -195,6 +209,39 @@ class RoundPlanner:
             for i, m in enumerate(self._eligible)
             if not model.totals[i] and not model.connectors[i]
         )
+
+    def _return_handed_over_work(self) -> None:
+        """A member back under the identity of one that handed its tasks over gets those
+        tasks back, wherever they run now (revoked there this round, handed back next).
+
+        So a rolling bounce stops each task twice, once to hand it over and once to hand
+        it back, and a task never follows its temporary owner when that one is bounced
+        in turn. Tasks gone from the config, or already back, are dropped; balancing
+        afterwards evens out whatever the config changed meanwhile.
+        """
+        if not self._handed_over:
+            return
+        back = {self._round.members[member].identity: i for i, member in enumerate(self._eligible)}
+        model = self._model
+        for identity in sorted(self._handed_over.keys() & back.keys()):
+            home = back[identity]
+            for connector, numbers in sorted(self._handed_over.pop(identity).tasks.items()):
+                free = self._free_tasks.get(connector, [])
+                for task in sorted(numbers):
+                    if task >= self._counts.get(connector, 0):
+                        continue
+                    if task in free:
+                        free.remove(task)
+                        model.add_task(home, connector, task)
+                        continue
+                    holders = model.holders.get(connector, {})
+                    holder = next(
+                        (w for w in holders if task in model.tasks[w].get(connector, _NOTHING)),
+                        None,
+                    )
+                    if holder is not None and holder != home:
+                        model.remove_task(holder, connector, task)
+                        model.add_task(home, connector, task)
 
     def _balance(self) -> tuple[RevocationPacing, bool]:
         """Revoke for balance only when no delay is active and consecutive revoking rounds
@@ -305,4 +352,5 @@ class RoundPlanner:
             deadline_ms=self._deadline_ms,
             candidates=self._candidates,
             pacing=pacing,
+            handed_over=self._handed_over,
         )

@@ -125,7 +125,8 @@ class WorkerProcess:
 
     def stop(self, grace_s: float = 30.0) -> int | None:
         """SIGTERM to the worker alone (as Kubernetes does), wait for a clean exit, then
-        SIGKILL whatever is left of its process group (the Spark JVM)."""
+        SIGKILL whatever is left of its process group. (Spark's JVM runs in a session of
+        its own and exits when the worker's pipe to it closes.)"""
         if self.process is None:
             return None
         if self.process.poll() is None:

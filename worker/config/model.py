@@ -148,6 +148,10 @@ class WorkerConfig(BaseModel):
     task_shutdown_graceful_timeout_ms: JavaInt = int_field(
         5_000, "task.shutdown.graceful.timeout.ms", 0
     )
+    task_handoff_timeout_ms: JavaInt = int_field(20_000, "task.handoff.timeout.ms", 0)
+    worker_warmup_enabled: bool = Field(
+        True, alias="worker.warmup.enabled", description="'true' or 'false'"
+    )
     listeners: str | None = Field(
         None,
         alias="listeners",

@@ -179,3 +179,63 @@ def test_without_identities_the_dead_member_keeps_its_items_until_it_expires() -
     back = group.step(at_ms=2_000)
     assert back["W2"].revoked.is_empty()
     assert group.running["W2"] == own
+
+
+def test_a_worker_back_from_a_hand_off_gets_its_own_tasks_back() -> None:
+    group = group_of({"A": 6, "B": 6}, ["W1", "W2", "W3"])
+    own = group.running["W2"]
+    group.leaving.add("W2")
+    group.settle(at_ms=1_000)
+    group.crash("W2")
+    group.settle(at_ms=2_000)
+    temporary = {m: a for m, a in group.running.items()}
+    group.join("W2-again", identity="W2")
+    revoking = group.step(at_ms=10_000)
+    assert revoking["W2-again"].assigned.is_empty()
+    assert {t for a in revoking.values() for t in a.revoked.tasks} == own.tasks
+    back = group.step(at_ms=10_001)
+    assert back["W2-again"].assigned.tasks == own.tasks
+    assert all(a.revoked.is_empty() for a in back.values())
+    group.settle(at_ms=10_002)
+    assert group.running["W2-again"].tasks == own.tasks
+    assert all(group.running[m].tasks <= temporary[m].tasks for m in ("W1", "W3"))
+
+
+def test_a_hand_off_is_forgotten_once_the_delay_has_passed() -> None:
+    group = group_of({"A": 6}, ["W1", "W2", "W3"])
+    group.leaving.add("W2")
+    group.settle(at_ms=1_000)
+    group.crash("W2")
+    group.settle(at_ms=2_000)
+    group.join("W2-again", identity="W2")
+    group.settle(at_ms=2_000 + DELAY)
+    assert is_balanced(group.running)
+    assert group.running["W2-again"].size() == 2
+
+
+def test_each_task_stops_at_most_twice_in_a_rolling_bounce_with_hand_offs() -> None:
+    group = group_of({"A": 12}, ["W1", "W2", "W3"])
+    stops = {t: 0 for a in group.running.values() for t in a.tasks}
+    before = {m: a.tasks for m, a in group.running.items()}
+    members = {"W1": "W1", "W2": "W2", "W3": "W3"}
+    now = 1_000
+    for worker in ("W3", "W2", "W1"):
+        member = members[worker]
+        group.leaving.add(member)
+        for _ in range(5):
+            now += 1
+            answers = group.step(at_ms=now)
+            for answer in answers.values():
+                for task in answer.revoked.tasks:
+                    stops[task] += 1
+        group.leaving.discard(member)
+        group.crash(member)
+        members[worker] = f"{worker}-again"
+        group.join(members[worker], identity=worker)
+        for _ in range(5):
+            now += 1
+            for answer in group.step(at_ms=now).values():
+                for task in answer.revoked.tasks:
+                    stops[task] += 1
+    assert max(stops.values()) <= 2
+    assert {w: group.running[m].tasks for w, m in members.items()} == before

@@ -71,10 +71,16 @@ def test_readiness_is_the_health_endpoint_on_the_rest_port() -> None:
     assert container()["livenessProbe"]["httpGet"]["port"] == "rest"
 
 
-def test_the_grace_period_covers_stopping_tasks_and_leaving_the_group() -> None:
+def test_the_grace_period_covers_the_hand_off_stopping_tasks_and_leaving_the_group() -> None:
     config = worker_config()
-    needed_s = (config.task_shutdown_graceful_timeout_ms + config.session_timeout_ms) / 1000
-    assert pod_spec()["terminationGracePeriodSeconds"] > needed_s
+    assert config.task_handoff_timeout_ms > 0 and config.worker_warmup_enabled
+    pre_stop_s = float(container()["lifecycle"]["preStop"]["exec"]["command"][-1])
+    needed_ms = (
+        config.task_handoff_timeout_ms
+        + config.task_shutdown_graceful_timeout_ms
+        + config.session_timeout_ms
+    )
+    assert pod_spec()["terminationGracePeriodSeconds"] > pre_stop_s + needed_ms / 1000
 
 
 def test_each_pod_is_a_stable_worker_identity() -> None:

@@ -99,6 +99,13 @@ class RecordingRuntime:
     running: dict[ConnectorTaskId, Mapping[str, str]] = field(default_factory=dict)
     starts: list[ConnectorTaskId] = field(default_factory=list)
     stops: list[ConnectorTaskId] = field(default_factory=list)
+    warm_ups: int = 0
+    warmed: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by default; a test clears it to hold the worker in its warm-up."""
+    warm_up_error: Exception | None = None
+
+    def __post_init__(self) -> None:
+        self.warmed.set()
 
     async def start_task(
         self,
@@ -117,6 +124,12 @@ class RecordingRuntime:
     async def stop_all(self) -> None:
         for task in list(self.running):
             await self.stop_task(task)
+
+    async def warm_up(self) -> None:
+        self.warm_ups += 1
+        await self.warmed.wait()
+        if self.warm_up_error is not None:
+            raise self.warm_up_error
 
     def held(self) -> set[ConnectorTaskId]:
         return set(self.running)

@@ -12,11 +12,12 @@ import pytest
 
 from herder.config_store import ConfigStore, TargetState
 from herder.errors import ConnectorExists, InvalidConnectorConfig
-from herder.group_loop import HerderSettings
+from herder.group_loop import HerderSettings, heartbeat_pause_s
 from herder.herder import DistributedHerder
 from herder.membership import HeartbeatOutcome
 from herder.requests import RequestTimedOut
 from herder.status_store import StatusStore
+from herder.views import WorkerState
 from protocol.messages import ConnectorTaskId
 from tests.support.polling import wait_until_async
 from tests.unit.herder.memory_cluster import (
@@ -32,9 +33,12 @@ CONFIG = {"connector.class": "counting", "tasks.max": "2"}
 
 @asynccontextmanager
 async def running_herder(
-    tmp_path: Path, coordinator: LoneCoordinator, request_timeout_s: float = 5.0
+    tmp_path: Path,
+    coordinator: LoneCoordinator,
+    request_timeout_s: float = 5.0,
+    runtime: RecordingRuntime | None = None,
 ) -> AsyncIterator[tuple[DistributedHerder, RecordingRuntime]]:
-    runtime = RecordingRuntime()
+    runtime = runtime or RecordingRuntime()
     settings = HerderSettings(
         worker_id="me:8083",
         rest_url="http://me:8083",
@@ -156,3 +160,35 @@ async def test_stopping_the_herder_stops_the_work_and_leaves_the_group(tmp_path:
         await herder.create_connector("bye", CONFIG)
         await until(lambda: len(runtime.running) == 2, "two tasks")
     assert not runtime.running and coordinator.left == 1
+
+
+async def test_the_worker_warms_up_before_it_joins(tmp_path: Path) -> None:
+    coordinator, runtime = LoneCoordinator(), RecordingRuntime()
+    runtime.warmed.clear()
+    async with running_herder(tmp_path, coordinator, runtime=runtime) as (herder, _):
+        await until(lambda: runtime.warm_ups == 1, "the warm-up to begin")
+        create = asyncio.create_task(herder.create_connector("warm", CONFIG))
+        # Part of the scenario, not a wait: time passes to show nothing joins meanwhile.
+        await asyncio.sleep(0.1)
+        assert herder.state is WorkerState.WARMING and coordinator.generation == 0
+        assert herder.cluster_view().state is WorkerState.WARMING and not create.done()
+        runtime.warmed.set()
+        await create
+        await until(lambda: len(runtime.running) == 2, "both tasks started")
+        assert herder.cluster_view().state is WorkerState.RUNNING and runtime.warm_ups == 1
+
+
+async def test_a_failed_warm_up_still_joins(tmp_path: Path) -> None:
+    runtime = RecordingRuntime(warm_up_error=RuntimeError("no JVM here"))
+    async with running_herder(tmp_path, LoneCoordinator(), runtime=runtime) as (herder, _):
+        await until(lambda: herder.ready, "the worker joined")
+
+
+@pytest.mark.parametrize(
+    ("since_join_s", "pause_s"), [(0.0, 0.2), (9.9, 0.2), (10.0, 3.0), (60.0, 3.0)]
+)
+def test_heartbeats_are_frequent_right_after_a_rebalance(
+    since_join_s: float, pause_s: float
+) -> None:
+    assert heartbeat_pause_s(since_join_s, 3_000) == pause_s
+    assert heartbeat_pause_s(since_join_s, 100) == 0.1

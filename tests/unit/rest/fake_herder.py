@@ -21,7 +21,7 @@ from herder.errors import (
     TasksStillRunning,
 )
 from herder.status_store import Status
-from herder.views import ClusterView, ConnectorView
+from herder.views import ClusterView, ConnectorView, WorkerState
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from worker.checkpoint_offsets import SourceOffset
 from worker.task_state import TaskState
@@ -33,6 +33,7 @@ WORKER_ID = "10.0.0.1:8083"
 class FakeHerder:
     worker_id: str = WORKER_ID
     ready: bool = True
+    state: WorkerState = WorkerState.RUNNING
     unhealthy: str | None = None
     owned: Allocation = EMPTY_ALLOCATION
     leads: bool = True
@@ -74,6 +75,7 @@ class FakeHerder:
             protocol_version=2,
             scheduled_rebalance_ms=0,
             workers={self.worker_id: self.owned},
+            state=self.state,
         )
 
     def connector_names(self) -> list[str]:

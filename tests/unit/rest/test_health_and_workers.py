@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from herder.views import WorkerState
 from protocol.messages import Allocation, ConnectorTaskId
 from tests.unit.rest.fake_herder import WORKER_ID, FakeHerder
 
@@ -22,6 +23,17 @@ def test_health_follows_the_herder(client: TestClient, herder: FakeHerder) -> No
     assert client.get("/health").status_code == 500
 
 
+def test_a_warming_worker_says_so(client: TestClient, herder: FakeHerder) -> None:
+    herder.ready, herder.state = False, WorkerState.WARMING
+    answer = client.get("/health")
+    assert answer.status_code == 503
+    assert answer.json() == {
+        "status": "starting",
+        "message": "Worker is warming up (starting Spark) before it joins the group.",
+    }
+    assert client.get("/workers").json()["workers"][0]["state"] == "warming"
+
+
 def test_workers_shows_the_herder_view(client: TestClient, herder: FakeHerder) -> None:
     herder.leader_url = "http://10.0.0.2:8083"
     herder.owned = Allocation.of(["gen"], [ConnectorTaskId("gen", 1), ConnectorTaskId("gen", 0)])
@@ -36,6 +48,7 @@ def test_workers_shows_the_herder_view(client: TestClient, herder: FakeHerder) -
                 "url": f"http://{WORKER_ID}",
                 "connectors": ["gen"],
                 "tasks": ["gen-0", "gen-1"],
+                "state": "running",
             }
         ],
     }
