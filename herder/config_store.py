@@ -15,6 +15,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from herder.assignor.snapshot import HandedOver
 from herder.kafka_log import OpenLog
 from protocol.messages import Allocation, ConnectorTaskId
 
@@ -25,6 +26,7 @@ TARGET_STATE_PREFIX = "target-state-"
 RESTART_PREFIX = "restart-connector-"
 LOGGER_PREFIX = "logger-cluster-"
 REBALANCE_REQUEST_KEY = "rebalance-request"
+HANDED_OVER_PREFIX = "handed-over-"
 
 
 class TargetState(StrEnum):
@@ -70,6 +72,8 @@ class ConfigSnapshot:
     connectors: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     target_states: Mapping[str, TargetState] = field(default_factory=dict)
     task_configs: Mapping[str, tuple[TaskConfig, ...]] = field(default_factory=dict)
+    handed_over: Mapping[str, HandedOver] = field(default_factory=dict)
+    """Tasks handed over by a worker that left, by its identity (see `HandedOver`)."""
 
     def target_state(self, connector: str) -> TargetState:
         return self.target_states.get(connector, TargetState.STARTED)
@@ -105,6 +109,7 @@ class ConfigStore:
         self._committed: dict[str, tuple[TaskConfig, ...]] = {}
         self._restart_requests: list[RestartRequest] = []
         self._logger_levels: list[tuple[str, str]] = []
+        self._handed_over: dict[str, HandedOver] = {}
         self._listeners: list[Callable[[], None]] = []
 
     def add_listener(self, listener: Callable[[], None]) -> None:
@@ -139,6 +144,7 @@ class ConfigStore:
             connectors=MappingProxyType({k: dict(v) for k, v in self._connectors.items()}),
             target_states=MappingProxyType(dict(self._target_states)),
             task_configs=MappingProxyType(dict(self._committed)),
+            handed_over=MappingProxyType(dict(self._handed_over)),
         )
 
     async def put_connector_config(
@@ -180,6 +186,15 @@ class ConfigStore:
         """
         await self._write(REBALANCE_REQUEST_KEY, {"generation": generation, "reason": reason})
 
+    async def put_handed_over(self, identity: str, handed: HandedOver | None) -> None:
+        """Record (or, with None, clear) what a leaving worker handed over, so that a
+        leader elected after the one that planned the hand-over can give it back."""
+        value = None
+        if handed is not None:
+            tasks = {c: sorted(numbers) for c, numbers in sorted(handed.tasks.items())}
+            value = {"until-ms": handed.until_ms, "tasks": tasks}
+        await self._write(HANDED_OVER_PREFIX + identity, value)
+
     async def delete_connector(self, name: str) -> None:
         await self._write(CONNECTOR_PREFIX + name, None)
         await self._write(TARGET_STATE_PREFIX + name, None)
@@ -213,6 +228,8 @@ class ConfigStore:
             self._logger_levels.append((key.removeprefix(LOGGER_PREFIX), str(value["level"])))
         elif key.startswith(COMMIT_PREFIX):
             self._apply_commit(key.removeprefix(COMMIT_PREFIX), value)
+        elif key.startswith(HANDED_OVER_PREFIX):
+            self._apply_handed_over(key.removeprefix(HANDED_OVER_PREFIX), value)
         elif key.startswith(TASK_PREFIX):
             name, _, index = key.removeprefix(TASK_PREFIX).rpartition("-")
             if value is not None:
@@ -227,6 +244,15 @@ class ConfigStore:
             self._pending_tasks.pop(name, None)
         else:
             self._connectors[name] = _strings(value)
+
+    def _apply_handed_over(self, identity: str, value: dict[str, Any] | None) -> None:
+        if value is None:
+            self._handed_over.pop(identity, None)
+            return
+        self._handed_over[identity] = HandedOver(
+            int(value["until-ms"]),
+            {str(c): frozenset(int(t) for t in tasks) for c, tasks in value["tasks"].items()},
+        )
 
     def _apply_commit(self, name: str, value: dict[str, Any] | None) -> None:
         if value is None:

@@ -283,12 +283,15 @@ class GroupLoop:
                 max_delay_ms=self._settings.scheduled_rebalance_max_delay_ms,
                 inherited_deadline_ms=inherited,
             )
-        return self._planner.plan(
+        assignments = self._planner.plan(
             members,
             leader_url=self._settings.rest_url,
             snapshot=self.configs.snapshot(),
             now_ms=int(self._clock() * 1000),
         )
+        for identity, handed in sorted(self._planner.hand_over_changes.items()):
+            await self.configs.put_handed_over(identity, handed)
+        return assignments
 
     def _forget_leader_round(self) -> None:
         if self._planner is not None:

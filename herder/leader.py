@@ -16,6 +16,7 @@ from herder.assignor import (
     ClusterSnapshot,
     EagerAssignor,
     GroupRound,
+    HandedOver,
     IncrementalCooperativeAssignor,
 )
 from herder.config_store import ConfigSnapshot
@@ -56,6 +57,9 @@ class LeaderPlanner:
         self._make_assignor = make_assignor or self._standard_assignor
         self._assignor: Assignor | None = None
         self._assignor_cooperative: bool | None = None
+        self.hand_over_changes: dict[str, HandedOver | None] = {}
+        """What the last round changed in the recorded hand-overs (None: clear it); the
+        herder writes it to the config topic."""
         self.unplaced = EMPTY_ALLOCATION
         """What the last round left running nowhere: lost work waiting for the delay."""
 
@@ -73,6 +77,7 @@ class LeaderPlanner:
         for member, sub in plan.probed.items():
             log.info("member %s speaks v%d; probing it down", member, sub.version)
         assignments: dict[str, Assignment] = plan.rejections(leader)
+        self.hand_over_changes = {}
         if plan.requires_empty_eager_round:
             log.info("group downgrades to eager: an empty round first, so all work stops")
             self._assignor = None
@@ -85,10 +90,16 @@ class LeaderPlanner:
                 version=plan.group_version,
                 leader_max_version=plan.leader_max_version,
                 members=plan.subscriptions,
-                snapshot=ClusterSnapshot(snapshot.offset, snapshot.task_counts()),
+                snapshot=ClusterSnapshot(
+                    snapshot.offset, snapshot.task_counts(), snapshot.handed_over
+                ),
                 now_ms=now_ms,
             )
             assignments |= self._assignor_for(plan.group_version).assign(round_)
+            if self._identity_aware and is_cooperative(plan.group_version):
+                self.hand_over_changes = hand_over_changes(
+                    plan.subscriptions, snapshot.handed_over, now_ms, self._max_delay_ms
+                )
         self.unplaced = unplaced_work(snapshot.configured(), plan.subscriptions, assignments)
         return {member: encode_assignment(a) for member, a in assignments.items()}
 
@@ -133,3 +144,30 @@ def unplaced_work(
     for answer in assignments.values():
         placed = placed.union(answer.assigned)
     return configured.minus(placed)
+
+
+def hand_over_changes(
+    members: Mapping[str, Subscription],
+    recorded: Mapping[str, HandedOver],
+    now_ms: int,
+    max_delay_ms: int,
+) -> dict[str, HandedOver | None]:
+    """The records that keep hand-overs known across leaders: a member leaving for good
+    with tasks records them under its identity; a record whose identity is back (its
+    tasks go back to it in this very round) or whose time is up is cleared. The
+    assignor's own memory decides this leader's rounds; the records serve the next
+    leader only."""
+    changes: dict[str, HandedOver | None] = {}
+    back = {sub.identity for sub in members.values() if not sub.leaving}
+    for identity, handed in recorded.items():
+        if identity in back or now_ms >= handed.until_ms:
+            changes[identity] = None
+    for sub in members.values():
+        if sub.leaving and sub.allocation.tasks:
+            tasks: dict[str, set[int]] = {}
+            for task in sub.allocation.tasks:
+                tasks.setdefault(task.connector, set()).add(task.task)
+            changes[sub.identity] = HandedOver(
+                now_ms + max_delay_ms, {c: frozenset(n) for c, n in tasks.items()}
+            )
+    return changes

@@ -8,13 +8,14 @@ their `Assignment`. `EagerAssignor` serves protocol version 0; the
 from herder.assignor.contract import Assignor
 from herder.assignor.eager import EagerAssignor
 from herder.assignor.incremental import IncrementalCooperativeAssignor, inherited_deadline
-from herder.assignor.snapshot import ClusterSnapshot, GroupRound
+from herder.assignor.snapshot import ClusterSnapshot, GroupRound, HandedOver
 
 __all__ = [
     "Assignor",
     "ClusterSnapshot",
     "EagerAssignor",
     "GroupRound",
+    "HandedOver",
     "IncrementalCooperativeAssignor",
     "inherited_deadline",
 ]

@@ -57,6 +57,11 @@ class IncrementalCooperativeAssignor:
         if round.version == 0:
             self._memory = LeaderMemory()
             return self._eager.assign(round)
+        if not self._memory.knows_round:
+            self._memory.handed_over = {
+                **round.snapshot.handed_over,
+                **self._memory.handed_over,
+            }
         dead = (
             self._incarnations.dead(round.members, round.leader_id, self._memory.identities)
             if self._identity_aware and self._memory.knows_round

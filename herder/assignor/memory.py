@@ -12,6 +12,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 
 from herder.assignor.placement import TaskSets
+from herder.assignor.snapshot import HandedOver
 
 LostTasks = dict[str, dict[int, str | None]]
 """connector -> task number -> member that ran it before it was lost (None: unknown)."""
@@ -38,15 +39,6 @@ def hold_ms(streak: int, max_delay_ms: int) -> int:
     """Hold for 1 s, 4 s, 16 s ... never longer than the scheduled-rebalance delay."""
     growth: int = HOLD_GROWTH ** (streak - 1)
     return min(max_delay_ms, FIRST_HOLD_MS * growth)
-
-
-@dataclass(frozen=True)
-class HandedOver:
-    """Tasks a member leaving for good handed over: they go back to a member with its
-    identity that joins before `until_ms` (a rolling bounce: the pod comes back)."""
-
-    until_ms: int
-    tasks: dict[str, frozenset[int]]
 
 
 @dataclass

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from herder.assignor.memory import HandedOver, LeaderMemory, RevocationPacing, hold_ms
+from herder.assignor.memory import LeaderMemory, RevocationPacing, hold_ms
 from herder.assignor.placement import LoadModel, TaskSets
 from herder.assignor.replies import reply
 from herder.assignor.reports import GroupReports, MemberReport
-from herder.assignor.snapshot import GroupRound
+from herder.assignor.snapshot import GroupRound, HandedOver
 from herder.assignor.triage import Triage, Verdict
 from protocol.messages import Allocation, Assignment, ConnectorTaskId
 

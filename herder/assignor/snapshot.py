@@ -7,10 +7,19 @@ clock) in one object, so the same object can be replayed in tests and in the sim
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from protocol.messages import Allocation, ConnectorTaskId, Subscription
+
+
+@dataclass(frozen=True)
+class HandedOver:
+    """Tasks a member leaving for good handed over: they go back to a member with its
+    identity that joins before `until_ms` (a rolling bounce: the pod comes back)."""
+
+    until_ms: int
+    tasks: Mapping[str, frozenset[int]]
 
 
 @dataclass(frozen=True)
@@ -23,6 +32,9 @@ class ClusterSnapshot:
 
     config_offset: int
     task_counts: Mapping[str, int]
+    handed_over: Mapping[str, HandedOver] = field(default_factory=dict)
+    """Hand-overs recorded in the config topic by earlier leaders, by identity: a new
+    leader learns of them there (its predecessor's memory left with it)."""
 
     def all_connectors(self) -> frozenset[str]:
         return self._connectors

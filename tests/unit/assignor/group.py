@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from herder.assignor import Assignor, ClusterSnapshot, GroupRound
+from herder.assignor import Assignor, ClusterSnapshot, GroupRound, HandedOver
 from protocol.messages import (
     EMPTY_ALLOCATION,
     Allocation,
@@ -64,6 +64,8 @@ class Group:
     running: dict[str, Allocation] = field(default_factory=dict)
     identities: dict[str, str] = field(default_factory=dict)
     leaving: set[str] = field(default_factory=set)
+    handed_over: dict[str, HandedOver] = field(default_factory=dict)
+    """What the config topic records as handed over, by identity."""
     last: dict[str, Assignment] = field(default_factory=dict)
 
     def join(self, member: str, identity: str | None = None) -> None:
@@ -99,7 +101,9 @@ class Group:
         }
         leader = leader or sorted(members)[0]
         snapshot = ClusterSnapshot(
-            self.config_offset if leader_offset is None else leader_offset, self.task_counts
+            self.config_offset if leader_offset is None else leader_offset,
+            self.task_counts,
+            self.handed_over,
         )
         self.last = self.assignor.assign(
             GroupRound(

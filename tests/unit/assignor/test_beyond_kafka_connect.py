@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from herder.assignor import IncrementalCooperativeAssignor
+from herder.assignor import HandedOver, IncrementalCooperativeAssignor
 from protocol.messages import Allocation
 from tests.unit.assignor.group import Group, is_balanced, items, spread
 
@@ -239,3 +239,22 @@ def test_each_task_stops_at_most_twice_in_a_rolling_bounce_with_hand_offs() -> N
                     stops[task] += 1
     assert max(stops.values()) <= 2
     assert {w: group.running[m].tasks for w, m in members.items()} == before
+
+
+def test_a_new_leader_returns_tasks_handed_over_under_its_predecessor() -> None:
+    group = group_of({"A": 6, "B": 6}, ["W1", "W2", "W3"])
+    own = group.running["W2"]
+    group.leaving.add("W2")
+    group.settle(at_ms=1_000)
+    group.crash("W2")
+    group.settle(at_ms=2_000)
+    group.assignor = IncrementalCooperativeAssignor(DELAY)
+    group.handed_over = {
+        "http://W2:8083": HandedOver(
+            1_000 + DELAY,
+            {c: frozenset(t.task for t in own.tasks if t.connector == c) for c in "AB"},
+        )
+    }
+    group.join("W2-again", identity="W2")
+    group.settle(at_ms=10_000)
+    assert group.running["W2-again"].tasks == own.tasks
