@@ -181,13 +181,20 @@ def test_without_identities_the_dead_member_keeps_its_items_until_it_expires() -
     assert group.running["W2"] == own
 
 
+def handed_over_and_gone(group: Group, member: str) -> Allocation:
+    """`member` announces it leaves, hands its work over (at 1 s) and is gone (at 2 s);
+    what it ran before."""
+    own = group.running[member]
+    group.leaving.add(member)
+    group.settle(at_ms=1_000)
+    group.crash(member)
+    group.settle(at_ms=2_000)
+    return own
+
+
 def test_a_worker_back_from_a_hand_off_gets_its_own_tasks_back() -> None:
     group = group_of({"A": 6, "B": 6}, ["W1", "W2", "W3"])
-    own = group.running["W2"]
-    group.leaving.add("W2")
-    group.settle(at_ms=1_000)
-    group.crash("W2")
-    group.settle(at_ms=2_000)
+    own = handed_over_and_gone(group, "W2")
     temporary = {m: a for m, a in group.running.items()}
     group.join("W2-again", identity="W2")
     revoking = group.step(at_ms=10_000)
@@ -203,10 +210,7 @@ def test_a_worker_back_from_a_hand_off_gets_its_own_tasks_back() -> None:
 
 def test_a_hand_off_is_forgotten_once_the_delay_has_passed() -> None:
     group = group_of({"A": 6}, ["W1", "W2", "W3"])
-    group.leaving.add("W2")
-    group.settle(at_ms=1_000)
-    group.crash("W2")
-    group.settle(at_ms=2_000)
+    handed_over_and_gone(group, "W2")
     group.join("W2-again", identity="W2")
     group.settle(at_ms=2_000 + DELAY)
     assert is_balanced(group.running)
@@ -243,11 +247,7 @@ def test_each_task_stops_at_most_twice_in_a_rolling_bounce_with_hand_offs() -> N
 
 def test_a_new_leader_returns_tasks_handed_over_under_its_predecessor() -> None:
     group = group_of({"A": 6, "B": 6}, ["W1", "W2", "W3"])
-    own = group.running["W2"]
-    group.leaving.add("W2")
-    group.settle(at_ms=1_000)
-    group.crash("W2")
-    group.settle(at_ms=2_000)
+    own = handed_over_and_gone(group, "W2")
     group.assignor = IncrementalCooperativeAssignor(DELAY)
     group.handed_over = {
         "http://W2:8083": HandedOver(
