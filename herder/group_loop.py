@@ -28,6 +28,7 @@ from herder.membership import (
     JoinedMembers,
     Membership,
 )
+from herder.metrics import RebalanceStats
 from herder.requests import DEFAULT_REQUEST_TIMEOUT_S, RequestQueue
 from herder.task_configs import TaskConfigWriter
 from herder.views import WorkerState
@@ -91,6 +92,9 @@ class GroupLoop:
         self._last_assignment: tuple[Assignment, int] | None = None
         self._leaving = False
         self._warming = False
+        self.rebalances = RebalanceStats()
+        self.hand_offs = 0
+        self.self_fencings = 0
         self.leader_url: str | None = None
         self._configured_at_join: Allocation = EMPTY_ALLOCATION
         self._rejoin = asyncio.Event()
@@ -150,6 +154,8 @@ class GroupLoop:
         The worker stays a member, running nothing, until it is stopped.
         """
         announced_in = self._applied_generation
+        if not self._leaving:
+            self.hand_offs += 1
         self._leaving = True
         self._rejoin.set()
         try:
@@ -171,6 +177,7 @@ class GroupLoop:
             if self.group_version == EAGER_VERSION:
                 await self._work.stop_all()
             metadata = self._subscription()
+            self.rebalances.begin(self._clock())
             try:
                 generation = await self._member.join(
                     metadata, self._on_leader, self._forget_leader_round
@@ -191,6 +198,7 @@ class GroupLoop:
             self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
             try:
                 await self._apply(generation)
+                self.rebalances.end(self._clock())
                 self._assignment_applied.set()
                 await self._work.follow_config(self.configs.snapshot())
                 self._catch_up_failures = 0
@@ -414,6 +422,7 @@ class GroupLoop:
                 self.unhealthy = "fenced: the group coordinator did not answer in time"
             if not self.owned.is_empty():
                 log.warning("fencing myself: stopping %d tasks", len(self.owned.tasks))
+                self.self_fencings += 1
                 self._fenced = True
                 await self._work.stop_all()
                 log.warning("fenced myself: my tasks are stopped until I have rejoined")

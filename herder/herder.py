@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import TypeVar
 
@@ -23,6 +24,7 @@ from herder.config_store import ConfigStore, RestartRequest, TargetState
 from herder.errors import NotLeader
 from herder.group_loop import GroupLoop, HerderSettings
 from herder.membership import Membership
+from herder.metrics import WorkerMetrics
 from herder.requests import RequestQueue
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
@@ -60,6 +62,7 @@ class DistributedHerder:
         `set_logger_level(namespace, level)` applies the cluster-wide log levels that any
         worker writes to the config topic after this one started (KIP-976)."""
         self._member = member
+        self._clock = clock
         self.configs = configs
         self.statuses = statuses
         self._prepare_topics = prepare_topics
@@ -199,6 +202,25 @@ class DistributedHerder:
             state=self._loop.state,
         )
 
+    def metrics(self) -> WorkerMetrics:
+        owned = self.owned
+        connectors = {
+            name: _state_name(self.connector_status(name)) for name in sorted(owned.connectors)
+        }
+        tasks = {task: _state_name(self.task_status(task)) for task in sorted(owned.tasks)}
+        return WorkerMetrics(
+            state=self._loop.state,
+            generation=self.generation,
+            protocol_version=self._loop.group_version,
+            scheduled_rebalance_ms=int(self._loop.scheduled_rebalance_s() * 1000),
+            connectors=connectors,
+            tasks=tasks,
+            rebalance=self._loop.rebalances.view(self._clock()),
+            connector_startups=replace(self._work.connector_startups),
+            hand_offs=self._loop.hand_offs,
+            self_fencings=self._loop.self_fencings,
+        )
+
     def connector_names(self) -> list[str]:
         return self._admin.connector_names()
 
@@ -260,3 +282,8 @@ class DistributedHerder:
 
     async def _queued(self, operation: Callable[..., Awaitable[_Result]], *args: object) -> _Result:
         return await self._requests.submit(partial(operation, *args))
+
+
+def _state_name(status: Status | None) -> str:
+    """Lower-case, as Kafka Connect's connector metrics show a state."""
+    return (status.state if status is not None else TaskState.UNASSIGNED).value.lower()

@@ -18,7 +18,7 @@ from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, Tar
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
-from worker.task_state import TaskState
+from worker.task_state import StartupCounts, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,7 @@ class LocalWork:
         self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
         self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
         self._status_writer: asyncio.Task[None] | None = None
+        self.connector_startups = StartupCounts()
 
     # -- starting and stopping -------------------------------------------------------------
 
@@ -112,11 +113,14 @@ class LocalWork:
             return
         target = snapshot.target_state(name)
         self._connector_targets[name] = target
+        self.connector_startups.attempts += 1
         try:
             self._plugins.validate(config)
         except ValueError as exc:
+            self.connector_startups.failures += 1
             self._report(name, TaskState.FAILED, str(exc))
             return
+        self.connector_startups.successes += 1
         self._report(name, CONNECTOR_STATE[target])
 
     async def _start_task(self, task: ConnectorTaskId, snapshot: ConfigSnapshot) -> None:

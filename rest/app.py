@@ -33,6 +33,7 @@ from rest.forwarding import FORWARDED_HEADER, forward_to_leader
 from rest.herder_api import HerderApi, HerderDep, provide_herder
 from rest.leave_group import leave_group_router
 from rest.loggers import LoggerLevels, loggers_router
+from rest.metrics import RuntimeMetrics, metrics_router
 from rest.models import ClusterBody, HealthBody, ServerInfoBody, WorkerBody
 from rest.offsets import offsets_router
 from rest.security import RestSecurity
@@ -63,6 +64,7 @@ def create_app(
     plugins: RegistryPlugins,
     logger_levels: LoggerLevels,
     security: RestSecurity,
+    runtime: RuntimeMetrics,
 ) -> FastAPI:
     app = FastAPI(title="sparkherd", version=package_version("sparkherd"))
     provide_herder(app, herder)
@@ -147,6 +149,7 @@ def create_app(
     app.include_router(connector_plugins_router(plugins))
     app.include_router(loggers_router(logger_levels, herder))
     app.include_router(leave_group_router())
+    app.include_router(metrics_router(runtime))
     # The last middleware added runs first: credentials are checked before a byte of the
     # body is read, so an unauthenticated caller cannot make the worker buffer 1 MB.
     app.add_middleware(BodyLimit)

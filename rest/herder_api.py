@@ -17,6 +17,7 @@ from typing import Annotated, Protocol
 from fastapi import Depends, FastAPI, Request
 
 from herder.config_store import RestartRequest, TargetState
+from herder.metrics import WorkerMetrics
 from herder.status_store import Status
 from herder.views import ClusterView, ConnectorView, WorkerState
 from protocol.messages import Allocation, ConnectorTaskId
@@ -47,6 +48,8 @@ class HerderApi(ClusterLoggerSetter, Protocol):
         """What this worker runs now."""
 
     def cluster_view(self) -> ClusterView: ...
+
+    def metrics(self) -> WorkerMetrics: ...
 
     def connector_names(self) -> list[str]: ...
 

@@ -148,6 +148,7 @@ class WorkerService:
             self._plugins,
             self._logger_levels,
             self._rest_security,
+            self._runtime,
         )
         server = _Server(
             uvicorn.Config(

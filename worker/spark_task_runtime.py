@@ -30,7 +30,8 @@ from worker.connector_configs import RegistryPlugins
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
 from worker.task_claims import Claim, claim
-from worker.task_state import TaskState, TaskStatus
+from worker.task_progress import TaskProgress, batch_id, fold_progress
+from worker.task_state import StartupCounts, TaskState, TaskStatus
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -84,21 +85,45 @@ class _Launched:
     claim: Claim
 
 
-def _ended(launches: Mapping[ConnectorTaskId, _Launched]) -> dict[ConnectorTaskId, str]:
-    """Blocking: the queries that are no longer active or no longer ours, with why.
+def _ended(
+    launches: Mapping[ConnectorTaskId, _Launched],
+) -> dict[ConnectorTaskId, tuple[str, bool]]:
+    """Blocking: the queries that are no longer active or no longer ours, with why and
+    whether they were fenced.
 
     A fenced query is stopped here, before anything else of this round can run it.
     """
-    ended: dict[ConnectorTaskId, str] = {}
+    ended: dict[ConnectorTaskId, tuple[str, bool]] = {}
     for task_id, launched in launches.items():
         holder = launched.claim.fenced_by()
         if holder is not None:
             launched.query.stop()
-            ended[task_id] = str(TaskFencedError(task_id, holder))
+            ended[task_id] = (str(TaskFencedError(task_id, holder)), True)
         elif not launched.query.isActive:
             error = launched.query.exception()
-            ended[task_id] = describe_failure(error) if error is not None else STOPPED_BY_ITSELF
+            trace = describe_failure(error) if error is not None else STOPPED_BY_ITSELF
+            ended[task_id] = (trace, False)
     return ended
+
+
+def _progress(
+    launches: Mapping[ConnectorTaskId, _Launched], seen: Mapping[ConnectorTaskId, TaskProgress]
+) -> dict[ConnectorTaskId, TaskProgress]:
+    """Blocking: each query's progress folded in since the last look. Spark keeps the
+    recent batches too, read only when the newest shows that some were missed."""
+    found: dict[ConnectorTaskId, TaskProgress] = {}
+    for task_id, launched in launches.items():
+        before = seen.get(task_id)
+        newest = launched.query.lastProgress
+        if newest is None:
+            continue
+        batches = [newest]
+        if before is not None and batch_id(newest) > before.batch_id + 1:
+            batches = list(launched.query.recentProgress)
+        progress = fold_progress(before, batches)
+        if progress is not None:
+            found[task_id] = progress
+    return found
 
 
 @dataclass
@@ -140,6 +165,10 @@ class SparkTaskRuntime:
         self._runs: dict[ConnectorTaskId, _TaskRun] = {}
         self._monitor: asyncio.Task[None] | None = None
         self._halts: set[asyncio.Task[None]] = set()
+        self._progress: dict[ConnectorTaskId, TaskProgress] = {}
+        self.startups = StartupCounts()
+        self.fenced = 0
+        """Queries stopped because another worker claimed their task."""
 
     def running(self) -> set[ConnectorTaskId]:
         return {t for t, run in self._runs.items() if run.status.state is TaskState.RUNNING}
@@ -155,6 +184,10 @@ class SparkTaskRuntime:
         not pay for Spark's start-up (seconds, tens of them on a busy machine)."""
         session = await asyncio.to_thread(self._session.get)
         await asyncio.to_thread(lambda: session.range(1).count())
+
+    def progress(self) -> dict[ConnectorTaskId, TaskProgress]:
+        """The running tasks' progress, as of the last look (once a second)."""
+        return {t: p for t, p in self._progress.items() if t in self._runs}
 
     def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
         run = self._runs.get(task_id)
@@ -185,12 +218,16 @@ class SparkTaskRuntime:
         )
         run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch)
         self._runs[task_id] = run
+        self._progress.pop(task_id, None)
+        self.startups.attempts += 1
         try:
             await asyncio.shield(launch)
         except Exception as exc:
+            self.startups.failures += 1
             if self._runs.get(task_id) is run:
                 self._change(task_id, run, TaskStatus(TaskState.FAILED, describe_failure(exc)))
             return
+        self.startups.successes += 1
         if self._runs.get(task_id) is run:
             started_at = datetime.fromtimestamp(self._clock(), UTC).isoformat(
                 timespec="milliseconds"
@@ -311,8 +348,12 @@ class SparkTaskRuntime:
                 except Exception:
                     log.exception("Could not check the tasks' Spark queries; will retry")
                     continue
-                for task_id, trace in dead.items():
+                await self._look_at_progress(
+                    {t: launched for t, launched in launches.items() if t not in dead}
+                )
+                for task_id, (trace, fenced) in dead.items():
                     run = watched[task_id]
+                    self.fenced += fenced
                     if self._runs.get(task_id) is run and not run.stopping:
                         self._change(
                             task_id, run, replace(run.status, state=TaskState.FAILED, trace=trace)
@@ -320,6 +361,15 @@ class SparkTaskRuntime:
         finally:
             if self._monitor is asyncio.current_task():
                 self._monitor = None
+
+    async def _look_at_progress(self, launches: Mapping[ConnectorTaskId, _Launched]) -> None:
+        """A query stopping meanwhile may fail the look; its progress no longer matters."""
+        try:
+            self._progress.update(
+                await asyncio.to_thread(_progress, launches, dict(self._progress))
+            )
+        except Exception as exc:
+            log.debug("Could not read the tasks' progress: %s", exc)
 
     def _change(self, task_id: ConnectorTaskId, run: _TaskRun, status: TaskStatus) -> None:
         run.status = status

@@ -30,3 +30,12 @@ class TaskStatus:
     state: TaskState
     trace: str | None = None
     started_at: str | None = None
+
+
+@dataclass
+class StartupCounts:
+    """Starts since the worker started (Kafka Connect's connector- and task-startup-*)."""
+
+    attempts: int = 0
+    successes: int = 0
+    failures: int = 0

@@ -4,8 +4,7 @@ real worker processes (real broker, real Spark)."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.cluster import generator_config
+from tests.support.cluster import generator_config, worker_pair
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port, ready_worker, running_broker
@@ -43,37 +42,6 @@ def lists_connector(process: WorkerProcess, name: str) -> bool:
 def has_logger_level(process: WorkerProcess, name: str, level: str) -> bool:
     answer = httpx.get(f"{process.url}/admin/loggers/{name}", timeout=5)
     return answer.status_code == 200 and answer.json()["level"] == level
-
-
-@contextmanager
-def worker_pair(
-    broker: EmbeddedBroker,
-    root: Path,
-    settings: list[str],
-    auth: httpx.Auth | Callable[[httpx.Request], httpx.Request] | None = None,
-    tls_ca: Path | None = None,
-) -> Iterator[tuple[WorkerProcess, WorkerProcess, str, WorkerProcess]]:
-    """Two ready workers of one group: (first, second, the leader's URL, the follower)."""
-    first, second = (
-        WorkerProcess(
-            name, broker.bootstrap_servers, root / "checkpoints", root, settings, tls_ca=tls_ca
-        ).start()
-        for name in ("first", "second")
-    )
-    try:
-        for process in (first, second):
-            process.wait_ready(TIMEOUT_S)
-        leader: str = wait_until(
-            lambda: httpx.get(
-                f"{first.url}/workers", auth=auth, timeout=5, verify=first.verify
-            ).json()["leader"],
-            TIMEOUT_S,
-            what="a leader",
-        )
-        yield first, second, leader, second if leader == first.url else first
-    finally:
-        first.kill()
-        second.kill()
 
 
 def stopped_connector(name: str, root: Path) -> dict[str, Any]:

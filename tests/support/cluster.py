@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import httpx
 
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
+from worker.embedded_broker import EmbeddedBroker
 
 
 def generator_config(output: Path, tasks: int, rate: int = 5) -> dict[str, str]:
@@ -284,3 +286,35 @@ def spread_per_connector(views: Sequence[TaskView], workers: int) -> int:
 
 def start_times(views: Sequence[TaskView]) -> dict[tuple[str, int], str | None]:
     return {(v.connector, v.task): v.started_at for v in views}
+
+
+@contextmanager
+def worker_pair(
+    broker: EmbeddedBroker,
+    root: Path,
+    settings: list[str],
+    auth: httpx.Auth | Callable[[httpx.Request], httpx.Request] | None = None,
+    tls_ca: Path | None = None,
+    timeout_s: float = 120,
+) -> Iterator[tuple[WorkerProcess, WorkerProcess, str, WorkerProcess]]:
+    """Two ready workers of one group: (first, second, the leader's URL, the follower)."""
+    first, second = (
+        WorkerProcess(
+            name, broker.bootstrap_servers, root / "checkpoints", root, settings, tls_ca=tls_ca
+        ).start()
+        for name in ("first", "second")
+    )
+    try:
+        for process in (first, second):
+            process.wait_ready(timeout_s)
+        leader: str = wait_until(
+            lambda: httpx.get(
+                f"{first.url}/workers", auth=auth, timeout=5, verify=first.verify
+            ).json()["leader"],
+            timeout_s,
+            what="a leader",
+        )
+        yield first, second, leader, second if leader == first.url else first
+    finally:
+        first.kill()
+        second.kill()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from protocol.messages import ConnectorTaskId
 from rest.app import create_app
 from rest.herder_api import provide_herder
 from rest.loggers import LoggerLevels
@@ -13,6 +16,29 @@ from rest.security import RestSecurity
 from tests.support.plugins import plugins_for
 from tests.unit.rest.fake_herder import FakeHerder
 from worker.plugin_registry import PluginRegistry
+from worker.task_progress import TaskProgress
+from worker.task_state import StartupCounts
+
+
+@dataclass
+class FakeRuntime:
+    """What `/metrics` reads of the task runtime."""
+
+    startups: StartupCounts = field(default_factory=StartupCounts)
+    fenced: int = 0
+    seen: dict[ConnectorTaskId, TaskProgress] = field(default_factory=dict)
+
+    def progress(self) -> dict[ConnectorTaskId, TaskProgress]:
+        return dict(self.seen)
+
+
+RUNTIME = FakeRuntime()
+
+
+@pytest.fixture
+def runtime() -> FakeRuntime:
+    RUNTIME.startups, RUNTIME.fenced, RUNTIME.seen = StartupCounts(), 0, {}
+    return RUNTIME
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +53,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
         plugins_for(PluginRegistry(), checkpoints),
         LoggerLevels(),
         RestSecurity(),
+        RUNTIME,
     )
 
 

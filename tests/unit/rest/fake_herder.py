@@ -20,11 +20,12 @@ from herder.errors import (
     TaskNotFound,
     TasksStillRunning,
 )
+from herder.metrics import RebalanceView, WorkerMetrics
 from herder.status_store import Status
 from herder.views import ClusterView, ConnectorView, WorkerState
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from worker.checkpoint_offsets import SourceOffset
-from worker.task_state import TaskState
+from worker.task_state import StartupCounts, TaskState
 
 WORKER_ID = "10.0.0.1:8083"
 
@@ -76,6 +77,29 @@ class FakeHerder:
             scheduled_rebalance_ms=0,
             workers={self.worker_id: self.owned},
             state=self.state,
+        )
+
+    def metrics(self) -> WorkerMetrics:
+        def state(status: Status | None) -> str:
+            return status.state.value.lower() if status is not None else "unassigned"
+
+        return WorkerMetrics(
+            state=self.state,
+            generation=3,
+            protocol_version=2,
+            scheduled_rebalance_ms=0,
+            connectors={c: state(self.connector_statuses.get(c)) for c in self.owned.connectors},
+            tasks={t: state(self.task_statuses.get(t)) for t in self.owned.tasks},
+            rebalance=RebalanceView(
+                completed=2,
+                rebalancing=False,
+                avg_time_ms=150.0,
+                max_time_ms=200.0,
+                time_since_last_ms=5_000.0,
+            ),
+            connector_startups=StartupCounts(attempts=1, successes=1),
+            hand_offs=0,
+            self_fencings=0,
         )
 
     def connector_names(self) -> list[str]:

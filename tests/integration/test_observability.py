@@ -1,0 +1,105 @@
+"""What an operator watches, on a live two-worker cluster: `/metrics` agrees with what
+`/connectors/{c}/status` says, worker by worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.cluster import generator_config, worker_pair
+from tests.support.polling import wait_until
+from tests.support.processes import WorkerProcess, free_port
+from tests.support.rest_client import Api
+from worker.embedded_broker import EmbeddedBroker
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT_S = 120
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+@pytest.fixture(scope="module")
+def pair(
+    broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[WorkerProcess, WorkerProcess]]:
+    root = tmp_path_factory.mktemp("observed")
+    with worker_pair(broker, root, [f"group.id=observed-{free_port()}"]) as (first, second, *_):
+        api = Api(first.url)
+        api.call(
+            "POST",
+            "/connectors",
+            201,
+            json={"name": "gen", "config": generator_config(root / "out", tasks=4)},
+        )
+        api.wait_states("gen", "RUNNING", ["RUNNING"] * 4)
+        yield first, second
+
+
+def scrape(worker: WorkerProcess) -> Samples:
+    answer = httpx.get(f"{worker.url}/metrics", timeout=10)
+    answer.raise_for_status()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+    }
+
+
+def has_read_rows(samples: Samples, key: tuple[tuple[str, str], ...]) -> bool:
+    return samples.get(("sparkherd_task_input_rows_total", key), 0) > 0
+
+
+def worker_id(worker: WorkerProcess) -> str:
+    return worker.url.removeprefix("http://")
+
+
+def test_metrics_agree_with_the_status_api(pair: tuple[WorkerProcess, WorkerProcess]) -> None:
+    status = Api(pair[0].url).status("gen")
+    placed = {
+        w: [t["id"] for t in status["tasks"] if t["worker_id"] == w] for w in map(worker_id, pair)
+    }
+    assert sum(map(len, placed.values())) == 4
+    for worker in pair:
+        seen = scrape(worker)
+        mine = placed[worker_id(worker)]
+        assert seen[("kafka_connect_worker_task_count", ())] == len(mine)
+        assert seen[("kafka_connect_coordinator_assigned_tasks", ())] == len(mine)
+        running = seen.get(
+            ("kafka_connect_worker_connector_running_task_count", (("connector", "gen"),)), 0
+        )
+        assert running == len(mine)
+        for task in mine:
+            labels = (("connector", "gen"), ("status", "running"), ("task", str(task)))
+            assert seen[("kafka_connect_connector_task_status", labels)] == 1
+        runs_connector = status["connector"]["worker_id"] == worker_id(worker)
+        connector_labels = (("connector", "gen"), ("status", "running"))
+        assert seen.get(("kafka_connect_connector_status", connector_labels), 0) == runs_connector
+        assert seen[("kafka_connect_worker_rebalance_completed_rebalances_total", ())] >= 1
+        assert seen[("kafka_connect_worker_rebalance_epoch", ())] >= 1
+        assert seen[("sparkherd_worker_state", (("state", "running"),))] == 1
+        assert seen[("sparkherd_protocol_version", ())] == 2
+
+
+def test_each_task_reports_spark_progress_where_it_runs(
+    pair: tuple[WorkerProcess, WorkerProcess],
+) -> None:
+    for worker in pair:
+        mine = [
+            t["id"]
+            for t in Api(worker.url).status("gen")["tasks"]
+            if t["worker_id"] == worker_id(worker)
+        ]
+        for task in mine:
+            key = (("connector", "gen"), ("task", str(task)))
+            seen = wait_until(
+                partial(scrape, worker),
+                TIMEOUT_S,
+                what=f"task {task} on {worker.name} to report rows read",
+                until=partial(has_read_rows, key=key),
+            )
+            assert seen[("sparkherd_task_last_committed_batch_id", key)] >= 0
+            assert seen[("sparkherd_task_batch_duration_ms", key)] > 0
