@@ -159,6 +159,7 @@ def _run_up(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: WorkerConfig, rest_security: RestSecurity) -> None:
+    configure_logging(config.log_format)
     if config.ignored_keys:
         log.info(
             "ignoring Kafka Connect keys sparkherd has no use for: %s",

@@ -99,6 +99,7 @@ class WorkerService:
         self._spark = SparkSessionProvider(
             config.spark_conf,
             app_name=f"sparkherd-{config.worker_id}",
+            log_format=config.log_format,
             extra_jars=(
                 (lambda: spark_kafka_jars(os.environ))
                 if config.kafka_jvm_connector == "maven"

@@ -1,4 +1,5 @@
-"""Process-wide logging: one format, and no flood while the broker is away.
+"""Process-wide logging: one format (text, or JSON lines for a log pipeline), and no
+flood while the broker is away.
 
 When the broker goes down, every Kafka client in the worker (config, status, group)
 reports the same failure several times a second; repeating one line that often buries
@@ -8,10 +9,34 @@ quiet period is dropped.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Literal
+
+from protocol.messages import ConnectorTaskId
+
+LogFormat = Literal["text", "json"]
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+_working_on: ContextVar[str | ConnectorTaskId | None] = ContextVar("working_on", default=None)
+
+
+@contextmanager
+def working_on(work: str | ConnectorTaskId) -> Iterator[None]:
+    """Log lines written meanwhile (in this task, and threads it starts with
+    `asyncio.to_thread`) are about `work`, a connector or a task."""
+    token = _working_on.set(work)
+    try:
+        yield
+    finally:
+        _working_on.reset(token)
+
 
 REPEAT_QUIET_S = 30.0
 
@@ -39,9 +64,38 @@ class RepeatFilter(logging.Filter):
         return True
 
 
-def configure_logging() -> None:
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, with the connector and task the line is about: the one
+    being worked on, else a task among the message's arguments."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        work = _working_on.get() or _task_among(record.args)
+        if isinstance(work, ConnectorTaskId):
+            entry["connector"], entry["task"] = work.connector, work.task
+        elif work is not None:
+            entry["connector"] = work
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def _task_among(args: object) -> ConnectorTaskId | None:
+    values = args.values() if isinstance(args, dict) else args if isinstance(args, tuple) else ()
+    return next((value for value in values if isinstance(value, ConnectorTaskId)), None)
+
+
+def configure_logging(log_format: LogFormat = "text") -> None:
+    """Called at start with the default, and again once the config says which format."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+    )
     handler.addFilter(RepeatFilter())
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     logging.getLogger("aiokafka").setLevel(logging.WARNING)

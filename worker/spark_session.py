@@ -23,6 +23,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
+from worker.log_setup import LogFormat
 from worker.maven_jars import JarResolutionError
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,24 @@ DEFAULT_SPARK_CONF: Final[Mapping[str, str]] = MappingProxyType(
 
 
 LOOPBACK: Final = "127.0.0.1"
+
+
+SPARK_LOG_CONFIGS: Final = {
+    "text": Path(__file__).with_name("spark_log4j2.properties"),
+    "json": Path(__file__).with_name("spark_log4j2_json.properties"),
+}
+LOG_CONFIG_OPTION: Final = "-Dlog4j2.configurationFile="
+
+
+def with_quiet_spark_log(conf: Mapping[str, str], log_format: LogFormat = "text") -> dict[str, str]:
+    """`conf`, with the driver JVM logging through `spark_log4j2.properties` (warnings
+    that matter, not the start-up notices; JSON lines for `log.format=json`) unless a
+    log4j configuration is given."""
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    if LOG_CONFIG_OPTION in options:
+        return dict(conf)
+    quiet = f"{LOG_CONFIG_OPTION}{SPARK_LOG_CONFIGS[log_format]}"
+    return {**conf, "spark.driver.extraJavaOptions": f"{options} {quiet}".strip()}
 
 
 def bound_to_loopback_when_local(conf: Mapping[str, str]) -> dict[str, str]:
@@ -86,11 +105,14 @@ class SparkSessionProvider:
         conf: Mapping[str, str],
         app_name: str,
         extra_jars: Callable[[], list[Path]] | None = None,
+        log_format: LogFormat = "text",
     ) -> None:
         """`extra_jars` gives jars to add to `spark.jars` when the session starts (it may
         download them); when it raises `JarResolutionError` the session starts without."""
         self._conf: Mapping[str, str] = MappingProxyType(
-            bound_to_loopback_when_local({**DEFAULT_SPARK_CONF, **conf})
+            with_quiet_spark_log(
+                bound_to_loopback_when_local({**DEFAULT_SPARK_CONF, **conf}), log_format
+            )
         )
         self._extra_jars = extra_jars
         self._app_name = app_name
@@ -112,6 +134,10 @@ class SparkSessionProvider:
                 # Python data sources plan in Python processes the JVM starts with this
                 # interpreter; the default, `python3` on PATH, may lack sparkherd's packages.
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+                if self._conf.get("spark.driver.bindAddress") == LOOPBACK:
+                    # Else Spark warns, at every start, that the host name resolves to a
+                    # loopback address and picks another interface it will not use.
+                    os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
                 conf = {"spark.app.name": self._app_name, **self._with_extra_jars()}
                 if SparkContext._active_spark_context is None:
                     _start_jvm_apart(conf)

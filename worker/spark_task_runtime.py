@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 from protocol.messages import ConnectorTaskId
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connector_configs import RegistryPlugins
+from worker.log_setup import working_on
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
 from worker.task_claims import Claim, claim
@@ -211,6 +212,16 @@ class SparkTaskRuntime:
         if task_id in self._runs:
             log.warning("Task %s is already held by this worker; not starting it again", task_id)
             return
+        with working_on(task_id):
+            await self._start(task_id, connector_config, task_config, generation)
+
+    async def _start(
+        self,
+        task_id: ConnectorTaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        generation: int,
+    ) -> None:
         launch = asyncio.create_task(
             asyncio.to_thread(
                 self._launch, task_id, dict(connector_config), dict(task_config), generation
@@ -228,6 +239,7 @@ class SparkTaskRuntime:
                 self._change(task_id, run, TaskStatus(TaskState.FAILED, describe_failure(exc)))
             return
         self.startups.successes += 1
+        log.info("Task %s is running", task_id)
         if self._runs.get(task_id) is run:
             started_at = datetime.fromtimestamp(self._clock(), UTC).isoformat(
                 timespec="milliseconds"
@@ -297,7 +309,8 @@ class SparkTaskRuntime:
         if run is None:
             return
         run.stopping = True
-        halt = asyncio.create_task(self._halt(task_id, run))
+        with working_on(task_id):
+            halt = asyncio.create_task(self._halt(task_id, run))
         self._halts.add(halt)
         halt.add_done_callback(self._halts.discard)
         try:
@@ -308,6 +321,7 @@ class SparkTaskRuntime:
                 task_id,
                 self._shutdown_timeout_s * 1000,
             )
+        log.info("Task %s stopped", task_id)
         self._notify(task_id, TaskState.UNASSIGNED, None)
 
     async def _halt(self, task_id: ConnectorTaskId, run: _TaskRun) -> None:

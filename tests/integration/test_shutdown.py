@@ -1,4 +1,5 @@
-"""How a worker starts and stops as a process: warm before it joins, and signals.
+"""How a worker starts and stops as a process: warm before it joins, signals, and a
+Spark log without start-up noise.
 
 Kubernetes sends SIGTERM to the main process; systemd (`KillMode=control-group`), a
 `kill -- -PGID` or some supervisors send it to the whole process group, Spark's JVM
@@ -7,6 +8,7 @@ included. Either way the worker must stop its tasks itself, in order.
 
 from __future__ import annotations
 
+import json
 import signal
 from functools import partial
 from pathlib import Path
@@ -23,6 +25,14 @@ pytestmark = pytest.mark.integration
 
 STOPPED_CONTEXT = "Cannot call methods on a stopped SparkContext"
 SPARK_GONE = "Spark JVM already gone"
+SPARK_NOTICES = (
+    "FairSchedulableBuilder",
+    "spark.sql.adaptive.enabled is not supported in streaming",
+    "resolves to a loopback address",
+    "NativeCodeLoader",
+)
+"""What Spark prints by default that means nothing to a sparkherd user."""
+JVM_NOTICE = "WARNING: Using incubator modules"
 
 
 def generator(output: Path) -> dict[str, str]:
@@ -32,6 +42,12 @@ def generator(output: Path) -> dict[str, str]:
         "rows.per.second": "20",
         "output.path": str(output),
     }
+
+
+def json_lines(log: str) -> list[dict[str, object]]:
+    """Every line of a `log.format=json` worker's log (Spark's JVM included), but the
+    one notice the JVM itself prints before any logging starts."""
+    return [json.loads(line) for line in log.splitlines() if not line.startswith(JVM_NOTICE)]
 
 
 def start_running(worker: WorkerProcess, output: Path) -> None:
@@ -74,7 +90,7 @@ def test_sigterm_to_the_whole_process_group_stops_the_tasks_in_order(
         broker.bootstrap_servers,
         tmp_path / "ck",
         logs_dir,
-        [f"group.id=shutdown-{free_port()}"],
+        [f"group.id=shutdown-{free_port()}", "log.format=json"],
     )
     try:
         start_running(worker, tmp_path / "out")
@@ -84,8 +100,14 @@ def test_sigterm_to_the_whole_process_group_stops_the_tasks_in_order(
         assert worker.process.wait(90) == 0
         log = worker.log_text()[before:]
         assert "stopping: tasks first, then the group, then REST" in log
-        for trouble in (STOPPED_CONTEXT, SPARK_GONE, "Traceback", " ERROR "):
+        for trouble in (STOPPED_CONTEXT, SPARK_GONE, "Traceback", '"level": "ERROR"'):
             assert trouble not in log, log
+        for noise in SPARK_NOTICES:
+            assert noise not in worker.log_text()
+        lines = json_lines(worker.log_text())
+        assert {"connector": "gen", "task": 0}.items() <= next(
+            line for line in lines if "gen-0" in str(line.get("message"))
+        ).items()
         for task in (0, 1):
             seqs = committed_column(tmp_path / "out" / f"task-{task}", "seq")
             assert seqs == list(range(len(seqs)))

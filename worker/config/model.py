@@ -149,6 +149,9 @@ class WorkerConfig(BaseModel):
         5_000, "task.shutdown.graceful.timeout.ms", 0
     )
     task_handoff_timeout_ms: JavaInt = int_field(20_000, "task.handoff.timeout.ms", 0)
+    log_format: Literal["text", "json"] = Field(
+        "text", alias="log.format", description="'text' or 'json'"
+    )
     worker_warmup_enabled: bool = Field(
         True, alias="worker.warmup.enabled", description="'true' or 'false'"
     )

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import json
 import logging
 
-from worker.log_setup import RepeatFilter
+from protocol.messages import ConnectorTaskId
+from worker.log_setup import JsonFormatter, RepeatFilter, working_on
+from worker.spark_session import with_quiet_spark_log
 
 
 def record(name: str, message: str) -> logging.LogRecord:
@@ -19,3 +22,32 @@ def test_a_repeated_line_is_dropped_until_the_quiet_period_is_over() -> None:
     assert repeats.filter(record("herder", "Unable connect to node 1"))
     now[0] = 30.5
     assert repeats.filter(record("aiokafka", "Unable connect to node 1"))
+
+
+def test_a_json_line_names_the_task_it_is_about() -> None:
+    formatter = JsonFormatter()
+    about = logging.LogRecord(
+        "worker", logging.ERROR, __file__, 1, "Task %s failed", (ConnectorTaskId("gen", 2),), None
+    )
+    line = json.loads(formatter.format(about))
+    assert line.pop("time").endswith("+00:00")
+    assert line == {
+        "level": "ERROR",
+        "logger": "worker",
+        "message": "Task gen-2 failed",
+        "connector": "gen",
+        "task": 2,
+    }
+    with working_on("files"):
+        line = json.loads(formatter.format(record("herder", "starting")))
+    assert (line["connector"], "task" in line) == ("files", False)
+    assert "connector" not in json.loads(formatter.format(record("herder", "joined")))
+
+
+def test_the_quiet_spark_log_is_used_unless_one_is_given() -> None:
+    quiet = with_quiet_spark_log({"spark.driver.extraJavaOptions": "-Xss4m"}, "json")
+    options = quiet["spark.driver.extraJavaOptions"]
+    assert options.startswith("-Xss4m -Dlog4j2.configurationFile=")
+    assert options.endswith("spark_log4j2_json.properties")
+    own = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/mine.properties"}
+    assert with_quiet_spark_log(own) == own
