@@ -1,7 +1,9 @@
-"""The `sparkherd` command: `broker`, `worker` and `up` (broker + one worker, the quick start).
+"""The `sparkherd` command: `broker`, `worker` and `up` (broker + one worker, the quick start),
+and `ctl`, a client of the REST API (sparkherd/ctl/).
 
 Every failure a user can cause (bad config, unreachable broker, busy port) ends with one
-line on stderr and a non-zero exit code, never a stack trace.
+line on stderr and a non-zero exit code, never a stack trace. The service itself (Spark,
+FastAPI) is imported only by the commands that run it, so `ctl` starts quickly.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from herder.membership import CoordinatorUnavailable, MembershipError
-from rest.security import RestSecurity
-from sparkherd.service import ListenError, WorkerService, install_stop_signals
-from worker.config import ConfigError, WorkerConfig, load_worker_config
+from sparkherd.ctl.commands import add_ctl_parser, is_ctl, run_ctl
 from worker.embedded_broker import BrokerEngine, BrokerStartError, EmbeddedBroker, TansuEngine
 from worker.kafka_kraft import KafkaKRaftEngine
 from worker.log_setup import configure_logging
+
+if TYPE_CHECKING:
+    from rest.security import RestSecurity
+    from worker.config import WorkerConfig
 
 log = logging.getLogger("sparkherd")
 
@@ -33,6 +37,12 @@ ENGINES = ("tansu", "kafka")
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if is_ctl(args):  # a client of the REST API: no logging set-up, no service
+        return run_ctl(args)
+    from herder.membership import CoordinatorUnavailable, MembershipError
+    from sparkherd.service import ListenError
+    from worker.config import ConfigError
+
     configure_logging()
     try:
         code: int = args.run(args)
@@ -93,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--data-dir", type=Path, default=Path(".sparkherd"))
     _add_config_flags(up)
     up.set_defaults(run=_run_up)
+
+    add_ctl_parser(commands)
     return parser
 
 
@@ -132,6 +144,9 @@ def broker_engine(name: str, data_dir: Path) -> BrokerEngine:
 
 
 def _run_worker(args: argparse.Namespace) -> int:
+    from rest.security import RestSecurity
+    from worker.config import load_worker_config
+
     config = load_worker_config(args.config, os.environ, args.set)
     rest_security = RestSecurity.from_config(config)
     asyncio.run(_serve(config, rest_security))
@@ -139,6 +154,9 @@ def _run_worker(args: argparse.Namespace) -> int:
 
 
 def _run_up(args: argparse.Namespace) -> int:
+    from rest.security import RestSecurity
+    from worker.config import load_worker_config
+
     data_dir: Path = args.data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     defaults = [
@@ -159,6 +177,8 @@ def _run_up(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: WorkerConfig, rest_security: RestSecurity) -> None:
+    from sparkherd.service import WorkerService, install_stop_signals
+
     configure_logging(config.log_format)
     if config.ignored_keys:
         log.info(
