@@ -19,6 +19,7 @@ from functools import partial
 from typing import TypeVar
 
 from herder.admin import ClusterAdmin
+from herder.auto_restart import RestartPolicy
 from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigStore, RestartRequest, TargetState
 from herder.errors import NotLeader
@@ -57,21 +58,31 @@ class DistributedHerder:
         prepare_topics: Callable[[], Awaitable[str | None]],
         clock: Callable[[], float] = time.time,
         set_logger_level: Callable[[str, str], object] | None = None,
+        auto_restart: RestartPolicy | None = None,
     ) -> None:
         """`prepare_topics` creates the internal topics and answers the Kafka cluster id;
         `set_logger_level(namespace, level)` applies the cluster-wide log levels that any
-        worker writes to the config topic after this one started (KIP-976)."""
+        worker writes to the config topic after this one started (KIP-976);
+        `auto_restart` is the worker's `auto.restart.*` (default: their defaults)."""
         self._member = member
         self._clock = clock
         self.configs = configs
         self.statuses = statuses
         self._prepare_topics = prepare_topics
         self._set_logger_level = set_logger_level
+        self._requests = RequestQueue(settings.request_timeout_s)
         self._work = LocalWork(
-            settings.worker_id, runtime, plugins, configs, statuses, self._generation, clock
+            settings.worker_id,
+            runtime,
+            plugins,
+            configs,
+            statuses,
+            self._generation,
+            clock,
+            restart_policy=auto_restart or RestartPolicy(),
+            submit=self._requests.submit,
         )
         task_configs = TaskConfigWriter(configs, plugins, clock)
-        self._requests = RequestQueue(settings.request_timeout_s)
         self._loop = GroupLoop(
             settings, member, configs, self._work, task_configs, self._requests, clock
         )
@@ -147,6 +158,7 @@ class DistributedHerder:
     async def stop(self) -> None:
         """Stop every task, record them UNASSIGNED, then leave the group and close."""
         self._requests.close()
+        await self._work.close_restarts()
         for task in (self._watchdog, self._loop_task):
             await cancel_and_wait(task)
         await self._loop.stop()
@@ -219,6 +231,7 @@ class DistributedHerder:
             connector_startups=replace(self._work.connector_startups),
             hand_offs=self._loop.hand_offs,
             self_fencings=self._loop.self_fencings,
+            auto_restarts=self._work.restarts.begun,
         )
 
     def connector_names(self) -> list[str]:

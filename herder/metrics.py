@@ -84,3 +84,5 @@ class WorkerMetrics:
     """Planned stops that handed this worker's work over."""
     self_fencings: int
     """Times this worker stopped its work because the coordinator was out of reach."""
+    auto_restarts: int
+    """Automatic restarts of failed connectors and tasks begun on this worker."""

@@ -2,7 +2,8 @@
 
 The group loop decides what this worker owns; this module starts and stops that work,
 keeps it in step with the config topic between rebalances (target states, changed task
-configs, restart requests) and reports every change to the status topic.
+configs, restart requests), restarts what failed after a back-off (`herder.auto_restart`)
+and reports every change to the status topic.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
 
+from herder.auto_restart import RestartPolicy, RestartTracker
 from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
+from herder.restart_timer import RestartTimer, Submit
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
@@ -33,7 +36,9 @@ class LocalWork:
     """What this worker owns, and the statuses it reports for it.
 
     `generation` tells the generation a status happened in; `clock` the time a task
-    started running.
+    started running. What fails is restarted automatically as `restart_policy` (the
+    worker's `auto.restart.*`, which a connector's own keys override) says, by the group
+    loop: `submit` queues work for it (`RequestQueue.submit`).
     """
 
     def __init__(
@@ -45,6 +50,9 @@ class LocalWork:
         statuses: StatusStore,
         generation: Callable[[], int],
         clock: Callable[[], float],
+        *,
+        restart_policy: RestartPolicy,
+        submit: Submit,
     ) -> None:
         self._worker_id = worker_id
         self._runtime = runtime
@@ -60,6 +68,9 @@ class LocalWork:
         self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
         self._status_writer: asyncio.Task[None] | None = None
         self.connector_startups = StartupCounts()
+        self._restart_policy = restart_policy
+        self.restarts = RestartTracker(clock)
+        self._restart_timer = RestartTimer(submit, self._restart_due)
 
     # -- starting and stopping -------------------------------------------------------------
 
@@ -90,9 +101,11 @@ class LocalWork:
         )
         for task in sorted(revoked.tasks):
             self._started_configs.pop(task, None)
+            self.restarts.forget(task)
             self._report(task, TaskState.UNASSIGNED)
         for connector in sorted(revoked.connectors):
             self._connector_targets.pop(connector, None)
+            self.restarts.forget(connector)
             self._report(connector, TaskState.UNASSIGNED)
 
     async def stop_all(self) -> None:
@@ -143,6 +156,7 @@ class LocalWork:
         target states, changed task configs and restart requests."""
         for name in sorted(self.owned.connectors):
             if self._connector_targets.get(name) != snapshot.target_state(name):
+                self.restarts.forget(name)
                 self._start_connector(name, snapshot)
         await self._restart_reconfigured_tasks(snapshot)
         for request in self._configs.take_restart_requests():
@@ -150,24 +164,48 @@ class LocalWork:
 
     async def _restart(self, request: RestartRequest, snapshot: ConfigSnapshot) -> None:
         """Carry out the part of a restart request that concerns what this worker runs;
-        a task restarts from its checkpoint."""
+        a task restarts from its checkpoint. A manual restart counts automatic ones from
+        zero again."""
         if request.connector in self.owned.connectors:
             status = self._statuses.connector(request.connector)
             if request.covers_connector(self._failed_here(status)):
-                self._report(request.connector, TaskState.RESTARTING)
-                self._start_connector(request.connector, snapshot)
+                self.restarts.forget(request.connector)
+                self._restart_connector(request.connector, snapshot)
         for task in sorted(self.owned.tasks):
             failed = self._failed_here(self._statuses.task(task))
-            if (
-                task not in self.owned.tasks
-                or task in self._starting
-                or not request.covers_task(task, failed)
-            ):
-                continue
-            self._report(task, TaskState.RESTARTING)
-            if task in self._runtime.held():
-                await self._runtime.stop_task(task)
-            await self._start_task(task, snapshot)
+            if request.covers_task(task, failed):
+                self.restarts.forget(task)
+                await self._restart_task(task, snapshot)
+
+    async def _restart_due(self) -> None:
+        """The automatic restarts now due, of work this worker still owns. Runs in the
+        group loop (`RestartTimer` queues it), as a restart request does."""
+        snapshot = self._configs.snapshot()
+        try:
+            for item in self.restarts.take_due():
+                if isinstance(item, ConnectorTaskId):
+                    await self._restart_task(item, snapshot)
+                else:
+                    self._restart_connector(item, snapshot)
+        finally:
+            self._restart_timer.arm(self.restarts.next_due_in())
+
+    def _restart_connector(self, name: str, snapshot: ConfigSnapshot) -> None:
+        if name in self.owned.connectors:
+            self._report(name, TaskState.RESTARTING)
+            self._start_connector(name, snapshot)
+
+    async def _restart_task(self, task: ConnectorTaskId, snapshot: ConfigSnapshot) -> None:
+        if task not in self.owned.tasks or task in self._starting:
+            return
+        self._report(task, TaskState.RESTARTING)
+        if task in self._runtime.held():
+            await self._runtime.stop_task(task)
+        await self._start_task(task, snapshot)
+
+    async def close_restarts(self) -> None:
+        """No more automatic restarts: the worker is stopping."""
+        await self._restart_timer.close()
 
     async def _restart_reconfigured_tasks(self, snapshot: ConfigSnapshot) -> None:
         """Restart running tasks whose task config or target state changed under them."""
@@ -181,6 +219,7 @@ class LocalWork:
                 await self._runtime.stop_task(task)
                 self._report(task, TaskState.PAUSED)
             elif not paused and (not held or self._started_configs.get(task) != wanted):
+                self.restarts.forget(task)
                 if held:
                     await self._runtime.stop_task(task)
                 await self._start_task(task, snapshot)
@@ -222,6 +261,15 @@ class LocalWork:
         connector = item.connector if isinstance(item, ConnectorTaskId) else item
         if not self._configs.has_connector(connector):
             return
+        if state is TaskState.FAILED:
+            config = self._configs.snapshot().connectors.get(connector, {})
+            verdict = self.restarts.failed(item, self._restart_policy.for_connector(config), trace)
+            if (note := verdict.note(item)) is not None:
+                log.info("%s: %s", item, note)
+            trace = verdict.appended_to(trace, item)
+            self._restart_timer.arm(self.restarts.next_due_in())
+        else:
+            self.restarts.reported(item, state)
         started_at = None
         if isinstance(item, ConnectorTaskId) and state is TaskState.RUNNING:
             started_at = datetime.fromtimestamp(self._clock(), UTC).isoformat(

@@ -172,6 +172,11 @@ def _sparkherd_metrics(metrics: WorkerMetrics, runtime: RuntimeMetrics) -> Itera
         runtime.fenced,
     )
     yield _counter("sparkherd_hand_offs", "planned stops that handed work over", metrics.hand_offs)
+    yield _counter(
+        "sparkherd_auto_restarts",
+        "automatic restarts of failed connectors and tasks begun",
+        metrics.auto_restarts,
+    )
 
 
 def _progress_metrics(progress: Mapping[ConnectorTaskId, TaskProgress]) -> Iterator[Metric]:

@@ -22,6 +22,7 @@ from typing import Protocol
 
 import uvicorn
 
+from herder.auto_restart import RestartPolicy
 from herder.config_store import ConfigStore
 from herder.group_loop import HerderSettings
 from herder.herder import DistributedHerder
@@ -245,6 +246,7 @@ def _herder_for(
         runtime,
         plugins,
         prepare_topics=partial(ensure_compacted_topics, servers, topics, security),
+        auto_restart=RestartPolicy.of_worker(config),
         set_logger_level=logger_levels.set_level,
     )
 

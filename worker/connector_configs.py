@@ -209,16 +209,26 @@ class RegistryPlugins:
 
     def _check_framework(self, config: Mapping[str, str]) -> None:
         framework = parse_config(FrameworkSettings, config)
+        problems = []
         if framework.tasks_max > self._tasks_max_limit:
-            raise ConnectorConfigError(
-                [
-                    ConfigProblem(
-                        "tasks.max",
-                        f"{framework.tasks_max} is more than this cluster allows "
-                        f"(tasks.max.limit={self._tasks_max_limit})",
-                    )
-                ]
+            problems.append(
+                ConfigProblem(
+                    "tasks.max",
+                    f"{framework.tasks_max} is more than this cluster allows "
+                    f"(tasks.max.limit={self._tasks_max_limit})",
+                )
             )
+        initial = framework.auto_restart_initial_backoff_ms
+        longest = framework.auto_restart_max_backoff_ms
+        if initial is not None and longest is not None and initial > longest:
+            problems.append(
+                ConfigProblem(
+                    "auto.restart.initial.backoff.ms",
+                    f"{initial} is more than auto.restart.max.backoff.ms ({longest})",
+                )
+            )
+        if problems:
+            raise ConnectorConfigError(problems)
 
     def _locations(self, connector: type[Connector], resolved: Mapping[str, str]) -> Locations:
         def pick(keys: tuple[str, ...]) -> dict[str, str]:

@@ -127,8 +127,8 @@ class Connector(ABC):
 
     Instances are cheap and hold no state; the framework makes one whenever it asks.
     `config_model` parses the string config (dotted keys as field aliases) and should
-    ignore keys it does not know, such as the framework's `name`, `connector.class`
-    and `tasks.max`.
+    ignore keys it does not know, such as the framework's `name`, `connector.class`,
+    `tasks.max` and `auto.restart.*`.
     """
 
     name: ClassVar[str]

@@ -56,6 +56,7 @@ from worker.kafka_security import (
     is_security_key,
     security_settings,
 )
+from worker.plugin_registry import MIN_BACKOFF_MS
 
 CONNECT_COMPAT_IGNORED_KEYS = frozenset(
     {
@@ -185,6 +186,16 @@ class WorkerConfig(BaseModel):
         description="a file path (one user:password or token per line)",
     )
     tasks_max_limit: JavaInt = int_field(1000, "tasks.max.limit", 1)
+    auto_restart_enabled: bool = Field(
+        True, alias="auto.restart.enabled", description="'true' or 'false'"
+    )
+    auto_restart_max_attempts: JavaInt = int_field(5, "auto.restart.max.attempts", 1)
+    auto_restart_initial_backoff_ms: JavaInt = int_field(
+        5_000, "auto.restart.initial.backoff.ms", MIN_BACKOFF_MS
+    )
+    auto_restart_max_backoff_ms: JavaInt = int_field(
+        60_000, "auto.restart.max.backoff.ms", MIN_BACKOFF_MS
+    )
     kafka_jvm_connector: Literal["maven", "none"] = Field(
         "maven",
         alias="kafka.jvm.connector",
@@ -219,6 +230,14 @@ class WorkerConfig(BaseModel):
                 "'heartbeat.interval.ms' must be less than 'session.timeout.ms' "
                 f"(got {self.heartbeat_interval_ms} >= {self.session_timeout_ms})",
                 "heartbeat.interval.ms",
+            )
+        if self.auto_restart_initial_backoff_ms > self.auto_restart_max_backoff_ms:
+            raise invalid(
+                "'auto.restart.initial.backoff.ms' must not be more than "
+                "'auto.restart.max.backoff.ms' "
+                f"(got {self.auto_restart_initial_backoff_ms} > "
+                f"{self.auto_restart_max_backoff_ms})",
+                "auto.restart.initial.backoff.ms",
             )
         for role in (None, *ROLES):
             try:

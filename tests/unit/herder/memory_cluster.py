@@ -8,12 +8,23 @@ records which tasks it holds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from herder.auto_restart import RestartPolicy
+from herder.config_store import ConfigStore
+from herder.group_loop import HerderSettings
+from herder.herder import DistributedHerder
 from herder.kafka_log import RecordHandler
 from herder.membership import Generation, HeartbeatOutcome, JoinedMembers, LeaderCallback
+from herder.status_store import StatusStore
 from protocol.messages import ConnectorTaskId
+from tests.support.polling import wait_until_async
+from worker.task_state import TaskState
+
+StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
 
 
 class MemoryLog:
@@ -94,7 +105,11 @@ class LoneCoordinator:
 
 @dataclass
 class RecordingRuntime:
-    """Holds what it was asked to start until it is asked to stop it."""
+    """Holds what it was asked to start until it is asked to stop it.
+
+    With `on_state` set it reports each start as the Spark runtime does: RUNNING, or
+    FAILED with the trace `failing` holds for the task (a failed task stays held).
+    """
 
     running: dict[ConnectorTaskId, Mapping[str, str]] = field(default_factory=dict)
     starts: list[ConnectorTaskId] = field(default_factory=list)
@@ -103,6 +118,8 @@ class RecordingRuntime:
     warmed: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by default; a test clears it to hold the worker in its warm-up."""
     warm_up_error: Exception | None = None
+    on_state: StateListener | None = None
+    failing: dict[ConnectorTaskId, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.warmed.set()
@@ -116,6 +133,14 @@ class RecordingRuntime:
     ) -> None:
         self.starts.append(task_id)
         self.running[task_id] = task_config
+        if self.on_state is not None:
+            trace = self.failing.get(task_id)
+            self.on_state(task_id, TaskState.RUNNING if trace is None else TaskState.FAILED, trace)
+
+    def fail(self, task_id: ConnectorTaskId, trace: str) -> None:
+        """A running task's query dies (the Spark runtime's monitor reports it)."""
+        assert self.on_state is not None and task_id in self.running
+        self.on_state(task_id, TaskState.FAILED, trace)
 
     async def stop_task(self, task_id: ConnectorTaskId) -> None:
         self.stops.append(task_id)
@@ -153,3 +178,52 @@ class CountingPlugins:
 
     def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
         return None
+
+
+@asynccontextmanager
+async def running_herder(
+    tmp_path: Path,
+    coordinator: LoneCoordinator | None = None,
+    *,
+    request_timeout_s: float = 5.0,
+    runtime: RecordingRuntime | None = None,
+    plugins: CountingPlugins | None = None,
+    auto_restart: RestartPolicy | None = None,
+) -> AsyncIterator[tuple[DistributedHerder, RecordingRuntime]]:
+    """A whole herder on memory: one member, in-memory topics, a recording runtime."""
+    runtime = runtime or RecordingRuntime()
+    settings = HerderSettings(
+        worker_id="me:8083",
+        rest_url="http://me:8083",
+        connect_protocol="sessioned",
+        scheduled_rebalance_max_delay_ms=10_000,
+        heartbeat_interval_ms=20,
+        group_instance_id=None,
+        checkpoint_root=tmp_path,
+        request_timeout_s=request_timeout_s,
+    )
+
+    async def no_topics() -> str | None:
+        return "memory"
+
+    herder = DistributedHerder(
+        settings,
+        coordinator or LoneCoordinator(),
+        ConfigStore(MemoryLog),
+        StatusStore(MemoryLog),
+        runtime,
+        plugins or CountingPlugins(),
+        no_topics,
+        auto_restart=auto_restart,
+    )
+    runtime.on_state = herder.on_task_state
+    await herder.start()
+    try:
+        yield herder, runtime
+    finally:
+        await herder.stop()
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """The suite's polling policy, at the pace of a herder that runs in memory."""
+    await wait_until_async(condition, 5.0, what=what, interval_s=0.01)

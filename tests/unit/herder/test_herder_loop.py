@@ -4,74 +4,26 @@ requests wait for the join, run in order, and the work follows the config topic.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from herder.config_store import ConfigStore, TargetState
+from herder.config_store import TargetState
 from herder.errors import ConnectorExists, InvalidConnectorConfig
-from herder.group_loop import HerderSettings, heartbeat_pause_s
-from herder.herder import DistributedHerder
+from herder.group_loop import heartbeat_pause_s
 from herder.membership import HeartbeatOutcome
 from herder.requests import RequestTimedOut
-from herder.status_store import StatusStore
 from herder.views import WorkerState
 from protocol.messages import ConnectorTaskId
-from tests.support.polling import wait_until_async
 from tests.unit.herder.memory_cluster import (
-    CountingPlugins,
     LoneCoordinator,
-    MemoryLog,
     RecordingRuntime,
+    running_herder,
+    until,
 )
 from worker.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
-
-
-@asynccontextmanager
-async def running_herder(
-    tmp_path: Path,
-    coordinator: LoneCoordinator,
-    request_timeout_s: float = 5.0,
-    runtime: RecordingRuntime | None = None,
-) -> AsyncIterator[tuple[DistributedHerder, RecordingRuntime]]:
-    runtime = runtime or RecordingRuntime()
-    settings = HerderSettings(
-        worker_id="me:8083",
-        rest_url="http://me:8083",
-        connect_protocol="sessioned",
-        scheduled_rebalance_max_delay_ms=10_000,
-        heartbeat_interval_ms=20,
-        group_instance_id=None,
-        checkpoint_root=tmp_path,
-        request_timeout_s=request_timeout_s,
-    )
-
-    async def no_topics() -> str | None:
-        return "memory"
-
-    herder = DistributedHerder(
-        settings,
-        coordinator,
-        ConfigStore(MemoryLog),
-        StatusStore(MemoryLog),
-        runtime,
-        CountingPlugins(),
-        no_topics,
-    )
-    await herder.start()
-    try:
-        yield herder, runtime
-    finally:
-        await herder.stop()
-
-
-async def until(condition: Callable[[], bool], what: str) -> None:
-    """The suite's polling policy, at the pace of a herder that runs in memory."""
-    await wait_until_async(condition, 5.0, what=what, interval_s=0.01)
 
 
 async def test_a_request_sent_before_the_join_waits_for_it(tmp_path: Path) -> None:

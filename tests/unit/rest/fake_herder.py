@@ -100,6 +100,7 @@ class FakeHerder:
             connector_startups=StartupCounts(attempts=1, successes=1),
             hand_offs=0,
             self_fencings=0,
+            auto_restarts=3,
         )
 
     def connector_names(self) -> list[str]:

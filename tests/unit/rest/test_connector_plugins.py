@@ -21,9 +21,16 @@ from worker.plugin_registry import PluginRegistry, qualified_name
 from worker.plugins import Connector, Task
 
 GENERATOR = qualified_name(GeneratorConnector)
+AUTO_RESTART_KEYS = [
+    "auto.restart.enabled",
+    "auto.restart.max.attempts",
+    "auto.restart.initial.backoff.ms",
+    "auto.restart.max.backoff.ms",
+]
 GENERATOR_KEYS = [
     "connector.class",
     "tasks.max",
+    *AUTO_RESTART_KEYS,
     "rows.per.second",
     "batch.interval.ms",
     "output.path",
@@ -138,13 +145,17 @@ def test_a_plugin_schema_maps_each_annotation_to_a_connect_type_and_default(
     assert [(d["name"], d["type"], d["default_value"]) for d in definitions] == [
         ("connector.class", "STRING", None),
         ("tasks.max", "INT", "1"),
+        ("auto.restart.enabled", "BOOLEAN", None),
+        ("auto.restart.max.attempts", "INT", None),
+        ("auto.restart.initial.backoff.ms", "INT", None),
+        ("auto.restart.max.backoff.ms", "INT", None),
         ("audit.password", "PASSWORD", None),
         ("topics", "LIST", "events,alerts"),
         ("batch.size", "INT", "100"),
         ("compress", "BOOLEAN", "false"),
         ("sample.ratio", "DOUBLE", None),
     ]
-    assert definitions[2]["documentation"] == "Audit store password"
+    assert definitions[6]["documentation"] == "Audit store password"
 
 
 @pytest.mark.parametrize(

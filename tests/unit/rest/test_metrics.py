@@ -59,6 +59,7 @@ def test_counts_and_statuses_follow_the_work_on_this_worker(
     assert seen[("kafka_connect_worker_rebalance_rebalance_max_time_ms", ())] == 200
     assert seen[("kafka_connect_worker_rebalance_epoch", ())] == 3
     assert seen[("sparkherd_worker_state", (("state", "running"),))] == 1
+    assert seen[("sparkherd_auto_restarts_total", ())] == 3
 
 
 def test_each_task_reports_its_spark_progress(
