@@ -7,7 +7,9 @@ REST_PORT ?= 8083
 DATA_DIR ?= .sparkherd
 BROKER ?= tansu
 
-.PHONY: setup run test lint typecheck unit integration bench clean
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: setup chromium run test lint typecheck unit integration bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +17,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# The browser test (tests/integration/test_ui.py) renders /ui in Debian's chromium.
+chromium:
+	command -v chromium >/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
 run: setup
 	$(BIN)/sparkherd up --broker $(BROKER) --rest-port $(REST_PORT) --data-dir $(DATA_DIR)
@@ -26,13 +33,13 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-test: lint typecheck
-	$(BIN)/python -m pytest -q
+test: lint typecheck chromium
+	$(BIN)/python -m pytest -q --durations=25
 
 unit: setup
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: setup
+integration: setup chromium
 	$(BIN)/python -m pytest -q tests/integration
 
 bench: setup
