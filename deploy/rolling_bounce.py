@@ -1,22 +1,31 @@
 """Emulate a Kubernetes rolling restart of a real sparkherd cluster on loopback.
 
-Like a StatefulSet rollout: pods in reverse ordinal order, SIGTERM to the worker process
-(as kubelet does), wait for it to exit (grace, then SIGKILL), start it again, wait until
-`/health` answers 200, then the next pod. While that happens, every live worker's
-`/workers` and the connectors' statuses are sampled, and a report is printed per mode:
+Like a StatefulSet rollout: pods in reverse ordinal order, SIGTERM to the worker's main
+process (as kubelet does), wait for it to exit (grace, then SIGKILL), start it again,
+wait until `/health` answers 200, then the next pod. Each task's downtime is read from
+its output: the longest gap between two consecutive committed batches of a `generator`
+task that commits a batch about every second. Meanwhile every live worker's `/workers`
+and the statuses are sampled (rebalances, task stops, a task on two workers). Modes,
+each changing one thing from the one before; the first three without warm-up or
+hand-off (`worker.warmup.enabled=false`, `task.handoff.timeout.ms=0`), as before them:
 
 * eager      `connect.protocol=eager`: every rebalance stops every task.
 * kip415     cooperative, but each pod comes back as a new worker (new address, no
              `group.instance.id`, as with a Deployment): KIP-415 keeps its tasks stopped
              until `scheduled.rebalance.max.delay.ms` expires.
 * stable     cooperative with stable identities (StatefulSet: same address and
-             `group.instance.id`): a pod gets its own tasks back as soon as it rejoins.
+             `group.instance.id`), without warm-up or hand-off: a pod stops its tasks on
+             SIGTERM and gets them back once it has rejoined and started Spark.
+* handoff    stable identities with the defaults: a worker starts Spark before it joins,
+             and on SIGTERM hands its tasks to the other workers before it stops.
 
-    python deploy/rolling_bounce.py                      # all three modes, 3 x 12 tasks
-    python deploy/rolling_bounce.py --modes stable --tasks 4 --delay-ms 15000
+    python deploy/rolling_bounce.py                      # all four modes, 3 x 6 tasks
+    python deploy/rolling_bounce.py --modes stable,handoff --tasks 4 --delay-ms 15000
 
-It drives real processes: the development broker and `sparkherd worker`s with real Spark
-(the same process harness as the integration tests, `tests/support`).
+It drives real processes: Apache Kafka on a free loopback port and `sparkherd worker`s
+with real Spark (the harness of the integration tests, `tests/support`; the measurement
+is `tests/support/bounce.py`, the one `tests/integration/test_rolling_bounce.py` asserts
+on).
 """
 
 from __future__ import annotations
@@ -24,44 +33,56 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.cluster import Cluster, generator_config, spread
-from tests.support.file_sink import committed_column
+from tests.support.bounce import (
+    BATCH_INTERVAL_MS,
+    SAMPLE_S,
+    OwnershipSampler,
+    Restart,
+    TaskOutput,
+    median_max,
+    read_outputs,
+    restart_in_place,
+    steady_generator_config,
+    wait_for_batches_after,
+)
+from tests.support.cluster import Cluster, spread
 from tests.support.polling import wait_until
 from tests.support.processes import running_broker
 
+
+@dataclass(frozen=True)
+class Mode:
+    settings: tuple[str, ...]
+    stable_identity: bool
+    """Each worker has a `group.instance.id` (a StatefulSet's pod name)."""
+    new_address: bool = False
+    """A restarted worker gets a new REST address, so a new worker id (a Deployment)."""
+
+
+TODAY = ("worker.warmup.enabled=false", "task.handoff.timeout.ms=0")
+"""Neither warm-up nor hand-off: Spark starts at a worker's first task, and SIGTERM stops
+the tasks before the worker leaves."""
+
 MODES = {
-    "eager": ["connect.protocol=eager"],
-    "kip415": ["connect.protocol=compatible"],
-    "stable": ["connect.protocol=compatible"],
+    "eager": Mode(("connect.protocol=eager", *TODAY), stable_identity=False),
+    "kip415": Mode(
+        ("connect.protocol=compatible", *TODAY), stable_identity=False, new_address=True
+    ),
+    "stable": Mode(("connect.protocol=compatible", *TODAY), stable_identity=True),
+    "handoff": Mode(("connect.protocol=compatible",), stable_identity=True),
 }
-SAMPLE_S = 0.5
-GRACE_S = 30.0
-
-
-@dataclass
-class Observations:
-    """What the sampler saw: downtime, generations, and tasks owned by two workers."""
-
-    down_s: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
-    stops: Counter[str] = field(default_factory=Counter)
-    generations: set[int] = field(default_factory=set)
-    doubly_owned: set[str] = field(default_factory=set)
-    """Tasks that two workers each said they own, in two samples in a row. Workers are
-    asked one after another, so one sample can catch a task on its old owner and then on
-    its new one while it moves; a real overlap lasts."""
-    samples: int = 0
-    failed_samples: int = 0
+"""A ladder: each mode changes one thing from the one before, the last turns on warm-up
+and hand-off (the defaults)."""
+GRACE_S = 60.0
+"""The StatefulSet's `terminationGracePeriodSeconds`."""
+CONNECTOR = "rollout"
 
 
 @dataclass(frozen=True)
@@ -69,76 +90,29 @@ class Report:
     mode: str
     rebalances: int
     stops_per_task: float
-    downtime_s: float
-    worst_task_downtime_s: float
+    restarts: tuple[Restart, ...]
+    outputs: tuple[TaskOutput, ...]
+    since: float
+    """When the first SIGTERM went out (epoch seconds): gaps ending after it count."""
     ran_twice: bool
-    exactly_once: bool
     wall_s: float
     samples: int
     failed_samples: int
 
+    @property
+    def longest_gaps_s(self) -> list[float]:
+        """Per task: the longest gap between two of its committed batches in the bounce."""
+        return [o.longest_gap(self.since).seconds for o in self.outputs]
 
-class Sampler:
-    """Samples the cluster in the background while the bounce runs."""
+    @property
+    def usual_gap_s(self) -> float:
+        """The median gap of every task over the bounce: the batch cadence."""
+        gaps = [g.seconds for o in self.outputs for g in o.gaps(self.since)]
+        return median_max(gaps)[0]
 
-    def __init__(self, cluster: Cluster) -> None:
-        self._cluster = cluster
-        self.seen = Observations()
-        self._last_run: dict[str, str | None] = {}
-        self._doubly_before: set[str] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        """A sample that fails (a worker mid-restart) is retried; its time goes to the
-        next one, so downtime is never lost."""
-        last = time.monotonic()
-        while not self._stop.wait(SAMPLE_S):
-            now = time.monotonic()
-            try:
-                self._sample(now - last)
-            except Exception:
-                self.seen.failed_samples += 1
-                continue
-            last = now
-
-    def _sample(self, elapsed_s: float) -> None:
-        alive = self._cluster.alive()
-        owners: Counter[str] = Counter()
-        for index, worker in enumerate(self._cluster.workers):
-            if worker not in alive:
-                continue
-            try:
-                view = self._cluster.workers_view(index)
-            except httpx.HTTPError:
-                continue
-            self.seen.generations.add(int(view["generation"]))
-            me = worker.url.removeprefix("http://")
-            for entry in view["workers"]:
-                if entry["id"] == me:
-                    owners.update(entry["tasks"])
-        doubly = {task for task, count in owners.items() if count > 1}
-        self.seen.doubly_owned |= doubly & self._doubly_before
-        self._doubly_before = doubly
-        self.seen.samples += 1
-        live = {w.url.removeprefix("http://") for w in alive}
-        for task in self._cluster.tasks():
-            name = f"{task.connector}-{task.task}"
-            running = task.state == "RUNNING" and task.worker_id in live
-            run = task.started_at if running else None
-            if self._last_run.get(name) not in (None, run):
-                self.seen.stops[name] += 1
-            self._last_run[name] = run
-            if not running:
-                self.seen.down_s[name] += elapsed_s
+    @property
+    def exactly_once(self) -> bool:
+        return bool(self.outputs) and all(o.exactly_once for o in self.outputs)
 
 
 def pods_in_rollout_order(size: int) -> Iterator[int]:
@@ -149,34 +123,38 @@ def pods_in_rollout_order(size: int) -> Iterator[int]:
 def bounce_mode(
     bootstrap: str, root: Path, mode: str, workers: int, tasks: int, delay_ms: int
 ) -> Report:
-    settings = [*MODES[mode], f"scheduled.rebalance.max.delay.ms={delay_ms}"]
+    chosen = MODES[mode]
+    settings = [*chosen.settings, f"scheduled.rebalance.max.delay.ms={delay_ms}"]
     cluster = Cluster(bootstrap, root, size=workers, settings=settings)
-    if mode == "stable":
+    if chosen.stable_identity:
         for index, worker in enumerate(cluster.workers):
             worker.extra = [*worker.extra, f"group.instance.id=sparkherd-{index}"]
     output = root / "out"
     with cluster.running():
-        cluster.create("rollout", generator_config(output, tasks))
+        cluster.create(CONNECTOR, steady_generator_config(output, tasks))
         cluster.wait_converged(tasks)
+        wait_for_batches_after(output, tasks, time.time(), 120)
         started = time.monotonic()
-        with Sampler(cluster) as sampler:
+        since = time.time()
+        restarts = []
+        with OwnershipSampler(cluster) as sampler:
             for pod in pods_in_rollout_order(workers):
-                cluster.workers[pod].stop(GRACE_S)
-                cluster.restart(pod, new_identity=mode == "kip415").wait_ready(120)
+                restarts.append(restart_in_place(cluster, pod, GRACE_S, chosen.new_address))
             wait_until(
                 lambda: _balanced(cluster, tasks), 600, interval_s=SAMPLE_S, what="convergence"
             )
-            time.sleep(2 * SAMPLE_S)
+            # Every task commits once more after the group is balanced: no gap stays open.
+            wait_for_batches_after(output, tasks, time.time(), 120)
         wall_s = time.monotonic() - started
     seen = sampler.seen
     return Report(
         mode=mode,
-        rebalances=max(seen.generations) - min(seen.generations) if seen.generations else 0,
+        rebalances=seen.rebalances,
         stops_per_task=sum(seen.stops.values()) / tasks,
-        downtime_s=sum(seen.down_s.values()),
-        worst_task_downtime_s=max(seen.down_s.values(), default=0.0),
+        restarts=tuple(restarts),
+        outputs=tuple(read_outputs(output, tasks)),
+        since=since,
         ran_twice=bool(seen.doubly_owned),
-        exactly_once=all(_exactly_once(output / f"task-{t}") for t in range(tasks)),
         wall_s=wall_s,
         samples=seen.samples,
         failed_samples=seen.failed_samples,
@@ -188,40 +166,64 @@ def _balanced(cluster: Cluster, tasks: int) -> object:
     return views if views is not None and spread(views) <= 1 else None
 
 
-def _exactly_once(directory: Path) -> bool:
-    seqs = committed_column(directory, "seq")
-    return bool(seqs) and seqs == list(range(len(seqs)))
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
 
 
 def print_reports(reports: list[Report], workers: int, tasks: int, delay_ms: int) -> None:
     print(
-        f"\nrolling bounce of {workers} workers, {tasks} generator tasks, "
-        f"scheduled.rebalance.max.delay.ms={delay_ms}"
+        f"\nrolling bounce of {workers} workers, {tasks} generator tasks "
+        f"(a batch every {BATCH_INTERVAL_MS} ms), scheduled.rebalance.max.delay.ms={delay_ms}, "
+        f"grace {GRACE_S:g} s\n"
     )
-    header = (
-        f"{'mode':>7} {'rebalances':>10} {'stops/task':>10} {'downtime task-s':>16} "
-        f"{'worst task s':>12} {'ran twice':>9} {'exactly-once':>12} {'wall s':>7} "
-        f"{'samples ok/failed':>17}"
+    print(
+        "| mode | rebalances | stops per task | worker restart s (median / max) "
+        "| longest gap s, median task | longest gap s, worst task | usual gap s "
+        "| ran on two workers | every `seq` once |"
     )
-    print(header)
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     for r in reports:
+        restart_med, restart_max = median_max([x.restart_s for x in r.restarts])
+        gap_med, gap_max = median_max(r.longest_gaps_s)
         print(
-            f"{r.mode:>7} {r.rebalances:>10} {r.stops_per_task:>10.2f} {r.downtime_s:>16.1f} "
-            f"{r.worst_task_downtime_s:>12.1f} {r.ran_twice!s:>9} {r.exactly_once!s:>12} "
-            f"{r.wall_s:>7.1f} {f'{r.samples}/{r.failed_samples}':>17}"
+            f"| {r.mode} | {r.rebalances} | {r.stops_per_task:.2f} "
+            f"| {restart_med:.1f} / {restart_max:.1f} | {gap_med:.1f} | {gap_max:.1f} "
+            f"| {r.usual_gap_s:.1f} | {_yes(r.ran_twice)} | {_yes(r.exactly_once)} |"
         )
     print(
-        "stops/task counts a task going from RUNNING to anything else; a task that is "
-        "already down is not stopped again, so eager's figure is bounded by how fast its "
-        "tasks come back between rounds."
+        "\nlongest gap: between two consecutive committed batches of a task, from the `ts` "
+        "its rows carry, over the rollout; usual gap: the median of all gaps (the cadence); "
+        "worker restart: SIGTERM to /health 200 of the new process."
     )
+    print("\nlongest gap per task, s\n")
+    print("| task | " + " | ".join(r.mode for r in reports) + " |")
+    print("| --- |" + " ---: |" * len(reports))
+    for task in range(tasks):
+        gaps = " | ".join(f"{r.longest_gaps_s[task]:.1f}" for r in reports)
+        print(f"| {CONNECTOR}-{task} | {gaps} |")
+    print("\nper worker: SIGTERM to exit / to /health 200, s (exit code)\n")
+    for r in reports:
+        each = ", ".join(
+            f"{x.worker} {x.exit_s:.1f} / {x.restart_s:.1f} ({x.exit_code})" for x in r.restarts
+        )
+        print(
+            f"{r.mode}: {each}; wall {r.wall_s:.0f} s, samples {r.samples} "
+            f"({r.failed_samples} failed)"
+        )
+    print("\nsettings per mode, beside the group's own:")
+    for r in reports:
+        mode = MODES[r.mode]
+        identity = "group.instance.id, same address" if mode.stable_identity else "no identity"
+        if mode.new_address:
+            identity = "no identity, new address per restart"
+        print(f"  {r.mode}: {', '.join(mode.settings)}; {identity}")
 
 
 def main(argv: list[str] | None = None) -> list[Report]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--modes", default="eager,kip415,stable")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--tasks", type=int, default=12)
+    parser.add_argument("--tasks", type=int, default=6)
     parser.add_argument("--delay-ms", type=int, default=60_000)
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
