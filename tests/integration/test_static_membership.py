@@ -33,6 +33,9 @@ def test_a_static_member_killed_and_back_within_its_session_keeps_its_tasks(
             f"session.timeout.ms={SESSION_S * 1000}",
             "heartbeat.interval.ms=3000",
             f"scheduled.rebalance.max.delay.ms={DELAY_S * 1000}",
+            # The premise is a rejoin inside session.timeout.ms, which a worker that
+            # warms Spark up before joining (tens of seconds under CI load) cannot make.
+            "worker.warmup.enabled=false",
         ],
     )
     for index, worker in enumerate(cluster.workers):
