@@ -94,7 +94,7 @@ def test_a_frozen_worker_resumes_as_a_zombie_and_is_fenced(
         zombie_id = zombie.url.removeprefix("http://")
         [moved] = [v.task for v in views if v.worker_id == zombie_id]
 
-        zombie.signal(signal.SIGSTOP)
+        zombie.signal_every_process(signal.SIGSTOP)
         views = wait_until(
             partial(cluster.converged, 2),
             120,
@@ -108,7 +108,7 @@ def test_a_frozen_worker_resumes_as_a_zombie_and_is_fenced(
         )
 
         seen_by_zombie = len(zombie.log_text())
-        zombie.signal(signal.SIGCONT)
+        zombie.signal_every_process(signal.SIGCONT)
         resumed_at = time.monotonic()
         how = wait_until(
             lambda: next(

@@ -208,10 +208,10 @@ def test_a_worker_frozen_mid_transaction_is_fenced_and_every_row_lands_once(
         def frozen_mid_transaction() -> bool:
             if not transaction_open(bootstrap, topic):
                 return False
-            zombie.signal(signal.SIGSTOP)
+            zombie.signal_every_process(signal.SIGSTOP)
             if transaction_open(bootstrap, topic):
                 return True
-            zombie.signal(signal.SIGCONT)  # froze between two transactions: again
+            zombie.signal_every_process(signal.SIGCONT)  # froze between two transactions: again
             return False
 
         wait_until(frozen_mid_transaction, 180, interval_s=0.05, what="a transaction to freeze in")
@@ -234,7 +234,7 @@ def test_a_worker_frozen_mid_transaction_is_fenced_and_every_row_lands_once(
         )
 
         seen_by_zombie = len(zombie.log_text())
-        zombie.signal(signal.SIGCONT)
+        zombie.signal_every_process(signal.SIGCONT)
         wait_until(
             lambda: (
                 "fenced" in zombie.log_text()[seen_by_zombie:]

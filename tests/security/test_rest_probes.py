@@ -20,7 +20,7 @@ import pytest
 from rest.loggers import MAX_CREATED_LOGGERS
 from tests.support.cluster import generator_config
 from tests.support.polling import wait_until
-from tests.support.processes import WorkerProcess, ready_worker
+from tests.support.processes import WorkerProcess, process_tree, ready_worker
 from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -372,17 +372,14 @@ def test_an_invalid_secret_is_reported_by_its_placeholder_only(
     assert SECRET not in validated.text
 
 
-def listening_sockets(group: int) -> set[tuple[str, str]]:
+def listening_sockets(root: int) -> set[tuple[str, str]]:
     """(address, port), as /proc/net shows them in hex, of every TCP socket in LISTEN
-    state held by a process of the process group `group`."""
+    state held by process `root` or any of its descendants (Spark's JVM runs in a
+    session of its own, so its process group would miss it)."""
     inodes: set[str] = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for pid in process_tree(root):
         try:
-            if os.getpgid(int(proc.name)) != group:
-                continue
-            for fd in (proc / "fd").iterdir():
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
                 target = os.readlink(fd)
                 if target.startswith("socket:["):
                     inodes.add(target[len("socket:[") : -1])
@@ -408,10 +405,10 @@ def test_spark_listens_on_loopback_only(probe: Probe, tmp_path: Path) -> None:
     validate = probe.call("PUT", "/connector-plugins/kafka-to-files/config/validate", json=config)
     assert validate.json()["error_count"] == 0, validate.text
     assert probe.worker.process is not None
-    group = probe.worker.process.pid
+    worker = probe.worker.process.pid
 
     def all_listening() -> set[tuple[str, str]] | None:
-        found = listening_sockets(group)
+        found = listening_sockets(worker)
         return found if len(found) >= 4 else None
 
     sockets = wait_until(

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from signal import Signals
 from typing import Literal
 
 import httpx
@@ -29,6 +30,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def process_tree(root: int) -> set[int]:
+    """`root` and every process descended from it, whatever session each runs in."""
+    parents: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (proc / "stat").read_text()
+                parents[int(proc.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree = {root}
+    while grown := {pid for pid, parent in parents.items() if parent in tree} - tree:
+        tree |= grown
+    return tree
 
 
 BrokerName = Literal["kafka", "tansu"]
@@ -54,8 +69,69 @@ def running_broker(
         broker.stop()
 
 
+class ServiceProcess:
+    """What a test does to a service it started as a child process (a sparkherd worker,
+    a Kafka Connect worker): signals, a graceful stop, a kill, its log. The child runs
+    in a process group of its own, its output in `<log_dir>/<name>.log`."""
+
+    name: str
+    log_dir: Path
+    process: subprocess.Popen[bytes] | None
+
+    def _spawn(self, command: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        log = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        log.close()
+
+    def signal(self, sig: Signals) -> None:
+        """`sig` to the process group, as systemd or `kill -- -PGID` send it. (A
+        sparkherd worker's Spark JVM runs in a session of its own, outside that group.)"""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+
+    def signal_every_process(self, sig: Signals) -> None:
+        """`sig` to the main process and every process under it, in whatever session:
+        SIGSTOP and SIGCONT freeze and thaw the whole service, as a paused pod or VM
+        would be (the group alone would leave a worker's Spark JVM writing)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        for pid in process_tree(self.process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
+    def stop(self, grace_s: float = 60.0) -> int | None:
+        """SIGTERM to the main process alone (as Kubernetes does), wait for a clean
+        exit, then SIGKILL whatever is left. The grace is deploy/kubernetes' own: a
+        worker's hand-off may take `task.handoff.timeout.ms` (20 s) before its tasks
+        stop and Spark does."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.kill()
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL to every process of the service: a JVM frozen by a test would never
+        see its pipe to the worker close."""
+        if self.process is not None:
+            self.signal_every_process(signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def log_text(self) -> str:
+        return (self.log_dir / f"{self.name}.log").read_text(errors="replace")
+
+
 @dataclass
-class WorkerProcess:
+class WorkerProcess(ServiceProcess):
     """A `sparkherd worker` child process with its own REST port and log file."""
 
     name: str
@@ -99,16 +175,12 @@ class WorkerProcess:
         return args
 
     def start(self) -> WorkerProcess:
-        log = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
         env.update(self.environment)
         if self.python_path:
             roots = [str(p) for p in self.python_path] + [env.get("PYTHONPATH", "")]
             env["PYTHONPATH"] = os.pathsep.join(r for r in roots if r)
-        self.process = subprocess.Popen(
-            self.command(), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-        log.close()
+        self._spawn(self.command(), env)
         return self
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
@@ -118,34 +190,6 @@ class WorkerProcess:
             what=f"{self.name} to answer /health with 200",
             until=lambda status: status == 200,
         )
-
-    def signal(self, sig: signal.Signals) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, sig)
-
-    def stop(self, grace_s: float = 30.0) -> int | None:
-        """SIGTERM to the worker alone (as Kubernetes does), wait for a clean exit, then
-        SIGKILL whatever is left of its process group. (Spark's JVM runs in a session of
-        its own and exits when the worker's pipe to it closes.)"""
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            code = None
-        self.kill()
-        return code
-
-    def kill(self) -> None:
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def log_text(self) -> str:
-        return (self.log_dir / f"{self.name}.log").read_text(errors="replace")
 
 
 @contextlib.contextmanager
