@@ -82,6 +82,13 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        content_type = request.headers.get("content-type", "")
+        if _about_the_body(exc) and _has_body(request) and not _is_json(content_type):
+            return error_response(
+                415,
+                f"Unsupported Media Type {content_type or '(none)'!r}: send the body as "
+                "application/json (curl: -H 'Content-Type: application/json')",
+            )
         return error_response(400, _describe_validation_error(exc))
 
     @app.exception_handler(StarletteHTTPException)
@@ -168,3 +175,22 @@ def _describe_validation_error(exc: RequestValidationError) -> str:
         message = str(error.get("msg", "invalid value"))
         problems.append(f"{location}: {message}" if location else message)
     return "Invalid request: " + "; ".join(problems)
+
+
+def _about_the_body(exc: RequestValidationError) -> bool:
+    return any(tuple(error.get("loc", ()))[:1] == ("body",) for error in exc.errors())
+
+
+def _has_body(request: Request) -> bool:
+    return request.headers.get("content-length", "0") != "0" or (
+        "transfer-encoding" in request.headers
+    )
+
+
+def _is_json(content_type: str) -> bool:
+    """`application/json` or `application/<x>+json`, parameters aside: the bodies FastAPI
+    reads as JSON (without a Content-Type it reads none, and Connect takes none)."""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == "application/json" or (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    )

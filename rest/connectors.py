@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from herder.config_store import RestartRequest, TargetState
 from herder.status_store import Status
@@ -38,12 +39,13 @@ from worker.task_state import TaskState
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (400, 404, 409, 500)
 }
+MAX_TASK_DIGITS = 9
+"""More digits than any `tasks.max` the admission check allows."""
 INITIAL_STATES = {
     "RUNNING": TargetState.STARTED,
     "PAUSED": TargetState.PAUSED,
     "STOPPED": TargetState.STOPPED,
 }
-EXPANSIONS = ("status", "info")
 
 
 def connectors_router() -> APIRouter:
@@ -55,18 +57,17 @@ def connectors_router() -> APIRouter:
         expand: Annotated[list[str] | None, Query(description="status and/or info")] = None,
     ) -> list[str] | dict[str, ExpandedConnectorBody]:
         """Names, or with `expand` each connector's status and/or info, as Connect does.
-        Unknown expansions are ignored, as in Kafka Connect."""
+        An unknown expansion adds nothing to a connector's entry, as in Kafka Connect."""
         names = herder.connector_names()
-        wanted = [e for e in EXPANSIONS if e in (expand or ())]
-        if not wanted:
+        if not expand:
             return names
-        return {
-            name: ExpandedConnectorBody(
-                status=_status(herder, name) if "status" in wanted else None,
-                info=_info(herder.connector(name)) if "info" in wanted else None,
-            )
-            for name in names
-        }
+        expanded: dict[str, ExpandedConnectorBody] = {name: {} for name in names}
+        for name, entry in expanded.items():
+            if "status" in expand:
+                entry["status"] = _status(herder, name)
+            if "info" in expand:
+                entry["info"] = _info(herder.connector(name))
+        return expanded
 
     @router.post("", status_code=201, response_model=ConnectorInfoBody)
     async def create_connector(
@@ -127,13 +128,13 @@ def connectors_router() -> APIRouter:
         ]
 
     @router.get("/{name}/tasks/{task}/status", response_model=TaskStateBody)
-    async def get_task_status(herder: HerderDep, name: ConnectorName, task: int) -> TaskStateBody:
-        task_id = ConnectorTaskId(name, task)
+    async def get_task_status(herder: HerderDep, name: ConnectorName, task: str) -> TaskStateBody:
+        task_id = _task_id(name, task)
         return _task_state(task_id, herder.task_status(task_id))
 
     @router.post("/{name}/tasks/{task}/restart", status_code=204)
-    async def restart_task(herder: HerderDep, name: ConnectorName, task: int) -> Response:
-        await herder.restart(RestartRequest(name, task=task))
+    async def restart_task(herder: HerderDep, name: ConnectorName, task: str) -> Response:
+        await herder.restart(RestartRequest(name, task=_task_id(name, task).task))
         return Response(status_code=204)
 
     @router.post(
@@ -170,6 +171,14 @@ def connectors_router() -> APIRouter:
         return Response(status_code=204)
 
     return router
+
+
+def _task_id(name: str, task: str) -> ConnectorTaskId:
+    """A task path segment that is not a task number names no task: 404, as in Kafka
+    Connect, whose route matches only numbers (not a 400 for a malformed parameter)."""
+    if not (task.isascii() and task.isdigit() and len(task) <= MAX_TASK_DIGITS):
+        raise HTTPException(404, f"Task {name}-{task} not found")
+    return ConnectorTaskId(name, int(task))
 
 
 def _info(view: ConnectorView) -> ConnectorInfoBody:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from pydantic import AfterValidator, BaseModel, Field
+from typing_extensions import TypedDict
 
 from herder.views import WorkerState
 from worker.names import check_name
@@ -64,17 +65,27 @@ class TaskInfoBody(BaseModel):
     config: dict[str, str]
 
 
+def _trace() -> Any:
+    """A state's `trace`, left out of the body when there is none, as Kafka Connect
+    does (a client tests for the key, not for null)."""
+    return Field(
+        default=None,
+        exclude_if=lambda trace: trace is None,
+        description="the failure's stack trace; absent unless the state is FAILED",
+    )
+
+
 class ConnectorStateBody(BaseModel):
     state: str
     worker_id: str | None = Field(description="null while no worker has reported a state")
-    trace: str | None = None
+    trace: str | None = _trace()
 
 
 class TaskStateBody(BaseModel):
     id: int
     state: str
     worker_id: str | None = Field(description="null while no worker has reported a state")
-    trace: str | None = None
+    trace: str | None = _trace()
     started_at: str | None = Field(
         default=None, description="ISO-8601 start time of the task's current run"
     )
@@ -87,11 +98,12 @@ class ConnectorStatusBody(BaseModel):
     type: str
 
 
-class ExpandedConnectorBody(BaseModel):
-    """One entry of `GET /connectors?expand=...`: only the parts that were asked for."""
+class ExpandedConnectorBody(TypedDict, total=False):
+    """One entry of `GET /connectors?expand=...`: only the parts that were asked for,
+    the others left out (not null), as Kafka Connect does."""
 
-    status: ConnectorStatusBody | None = None
-    info: ConnectorInfoBody | None = None
+    status: ConnectorStatusBody
+    info: ConnectorInfoBody
 
 
 class ServerInfoBody(BaseModel):

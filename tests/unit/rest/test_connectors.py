@@ -3,6 +3,8 @@ and what each route hands the herder."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -56,6 +58,29 @@ def test_create_starts_in_the_initial_state_asked_for(
     body = {"name": "gen", "config": GENERATOR, "initial_state": initial_state}
     assert client.post("/connectors", json=body).status_code == 201
     assert herder.targets["gen"] is target
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml", None]
+)
+def test_a_body_declared_as_something_else_than_json_is_415_as_in_connect(
+    client: TestClient, content_type: str | None
+) -> None:
+    body = json.dumps({"name": "gen", "config": GENERATOR})
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    answer = client.post("/connectors", content=body, headers=headers)
+    assert answer.status_code == 415
+    assert answer.json()["error_code"] == 415
+    assert "application/json" in answer.json()["message"]
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "application/x+json"])
+def test_a_json_body_may_name_its_charset_or_a_json_suffix(
+    client: TestClient, content_type: str
+) -> None:
+    body = json.dumps({"name": "gen", "config": GENERATOR})
+    headers = {"Content-Type": content_type}
+    assert client.post("/connectors", content=body, headers=headers).status_code == 201
 
 
 def test_a_location_is_percent_encoded(client: TestClient) -> None:
@@ -155,21 +180,18 @@ def test_list_gives_names_in_order(client: TestClient, herder: FakeHerder) -> No
     assert client.get("/connectors").json() == ["a", "b"]
 
 
-def test_list_expanded_gives_status_and_info_and_ignores_unknown_expansions(
+def test_list_expanded_gives_what_was_asked_for_and_ignores_unknown_expansions(
     client: TestClient, herder: FakeHerder
 ) -> None:
     herder.add("gen", tasks=1)
     herder.report("gen", TaskState.RUNNING)
     answer = client.get("/connectors?expand=status&expand=info&expand=bogus").json()
     assert list(answer) == ["gen"]
-    assert answer["gen"]["status"]["connector"] == {
-        "state": "RUNNING",
-        "worker_id": WORKER_ID,
-        "trace": None,
-    }
+    assert answer["gen"]["status"]["connector"] == {"state": "RUNNING", "worker_id": WORKER_ID}
     assert answer["gen"]["info"]["tasks"] == task_ids("gen", 1)
     only_status = client.get("/connectors?expand=status").json()
-    assert only_status["gen"]["info"] is None
+    assert list(only_status["gen"]) == ["status"], "what was not asked for is left out"
+    assert client.get("/connectors?expand=bogus").json() == {"gen": {}}
 
 
 def test_get_connector_and_its_config(client: TestClient, herder: FakeHerder) -> None:
@@ -229,9 +251,9 @@ def test_status_shows_the_connector_and_each_task(client: TestClient, herder: Fa
     herder.report(ConnectorTaskId("gen", 1), TaskState.FAILED, trace="boom")
     assert client.get("/connectors/gen/status").json() == {
         "name": "gen",
-        "connector": {"state": "RUNNING", "worker_id": WORKER_ID, "trace": None},
+        "connector": {"state": "RUNNING", "worker_id": WORKER_ID},
         "tasks": [
-            {"id": 0, "state": "UNASSIGNED", "worker_id": None, "trace": None, "started_at": None},
+            {"id": 0, "state": "UNASSIGNED", "worker_id": None, "started_at": None},
             {
                 "id": 1,
                 "state": "FAILED",
@@ -249,7 +271,7 @@ def test_a_connector_no_worker_reported_is_unassigned(
 ) -> None:
     herder.add("gen", tasks=0)
     connector = client.get("/connectors/gen/status").json()["connector"]
-    assert connector == {"state": "UNASSIGNED", "worker_id": None, "trace": None}
+    assert connector == {"state": "UNASSIGNED", "worker_id": None}, "no trace: none, not null"
 
 
 def test_tasks_list_each_task_with_its_config(client: TestClient, herder: FakeHerder) -> None:
@@ -267,12 +289,25 @@ def test_task_status_and_an_unknown_task(client: TestClient, herder: FakeHerder)
         "id": 0,
         "state": "RUNNING",
         "worker_id": WORKER_ID,
-        "trace": None,
         "started_at": None,
     }
     missing = client.get("/connectors/gen/tasks/5/status")
     assert missing.status_code == 404
     assert missing.json() == error(404, "Task gen-5 not found")
+
+
+@pytest.mark.parametrize("task", ["abc", "-1", "1.0", "%C2%B2", "1" * 30])
+def test_a_task_segment_that_is_no_task_number_is_404_as_in_connect(
+    client: TestClient, herder: FakeHerder, task: str
+) -> None:
+    herder.add("gen", tasks=2)
+    for answer in (
+        client.get(f"/connectors/gen/tasks/{task}/status"),
+        client.post(f"/connectors/gen/tasks/{task}/restart"),
+    ):
+        assert answer.status_code == 404, answer.text
+        assert answer.json()["error_code"] == 404
+    assert herder.restarts == []
 
 
 def test_restarting_a_task_answers_204(client: TestClient, herder: FakeHerder) -> None:
