@@ -46,9 +46,11 @@ from tests.support.bounce import (
     OwnershipSampler,
     Restart,
     TaskOutput,
+    gap_table,
     median_max,
     read_outputs,
     restart_in_place,
+    restarts_line,
     steady_generator_config,
     wait_for_batches_after,
 )
@@ -196,18 +198,11 @@ def print_reports(reports: list[Report], workers: int, tasks: int, delay_ms: int
         "worker restart: SIGTERM to /health 200 of the new process."
     )
     print("\nlongest gap per task, s\n")
-    print("| task | " + " | ".join(r.mode for r in reports) + " |")
-    print("| --- |" + " ---: |" * len(reports))
-    for task in range(tasks):
-        gaps = " | ".join(f"{r.longest_gaps_s[task]:.1f}" for r in reports)
-        print(f"| {CONNECTOR}-{task} | {gaps} |")
+    print(gap_table(CONNECTOR, {r.mode: r.longest_gaps_s for r in reports}))
     print("\nper worker: SIGTERM to exit / to /health 200, s (exit code)\n")
     for r in reports:
-        each = ", ".join(
-            f"{x.worker} {x.exit_s:.1f} / {x.restart_s:.1f} ({x.exit_code})" for x in r.restarts
-        )
         print(
-            f"{r.mode}: {each}; wall {r.wall_s:.0f} s, samples {r.samples} "
+            f"{r.mode}: {restarts_line(r.restarts)}; wall {r.wall_s:.0f} s, samples {r.samples} "
             f"({r.failed_samples} failed)"
         )
     print("\nsettings per mode, beside the group's own:")

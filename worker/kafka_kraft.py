@@ -42,21 +42,27 @@ CONTROLLER_LISTENER: Final = "CONTROLLER"
 META_PROPERTIES: Final = "meta.properties"
 JVM_OPTIONS: Final = ("-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true")
 
-LOG4J2_PROPERTIES: Final = """\
-status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = out
-logger.kafka.name = org.apache.kafka
-logger.kafka.level = WARN
-logger.raft.name = org.apache.kafka.raft
-logger.raft.level = WARN
-logger.state.name = state.change.logger
-logger.state.level = WARN
-"""
+
+def console_log4j2(quiet_loggers: Mapping[str, str]) -> str:
+    """A log4j2 configuration for a Kafka JVM (broker, Connect worker): INFO to the
+    console, the loggers named (property prefix -> logger) at WARN."""
+    lines = [
+        "status = warn",
+        "appender.out.type = Console",
+        "appender.out.name = out",
+        "appender.out.layout.type = PatternLayout",
+        "appender.out.layout.pattern = [%d] %p %m (%c)%n",
+        "rootLogger.level = INFO",
+        "rootLogger.appenderRef.out.ref = out",
+    ]
+    for prefix, logger in quiet_loggers.items():
+        lines += [f"logger.{prefix}.name = {logger}", f"logger.{prefix}.level = WARN"]
+    return "\n".join(lines) + "\n"
+
+
+LOG4J2_PROPERTIES: Final = console_log4j2(
+    {"kafka": "org.apache.kafka", "raft": "org.apache.kafka.raft", "state": "state.change.logger"}
+)
 
 
 class KafkaStorageError(RuntimeError):
@@ -98,7 +104,7 @@ class KafkaKRaftEngine:
         )
         logging_config = self.data_dir / "log4j2.properties"
         logging_config.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
-        java = [_java(self.environ), f"-Dlog4j2.configurationFile={logging_config}"]
+        java = [java_executable(self.environ), f"-Dlog4j2.configurationFile={logging_config}"]
         java += ["-cp", classpath(jars)]
         if not (self.log_dir / META_PROPERTIES).exists():
             self._format(java, config)
@@ -196,7 +202,8 @@ def render_properties(properties: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _java(environ: Mapping[str, str]) -> str:
+def java_executable(environ: Mapping[str, str]) -> str:
+    """`$JAVA_HOME/bin/java`, else the `java` on the PATH."""
     if home := environ.get("JAVA_HOME"):
         return str(Path(home) / "bin" / "java")
     return shutil.which("java") or "java"

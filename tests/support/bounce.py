@@ -21,7 +21,7 @@ import statistics
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -249,3 +249,24 @@ def restart_in_place(
 
 def median_max(values: Sequence[float]) -> tuple[float, float]:
     return (statistics.median(values), max(values)) if values else (0.0, 0.0)
+
+
+# --- the report -------------------------------------------------------------------------
+
+
+def gap_table(connector: str, longest_gaps_s: Mapping[str, Sequence[float]]) -> str:
+    """Markdown: one row a task, one column a run, its longest gap in seconds."""
+    lines = [
+        "| task | " + " | ".join(longest_gaps_s) + " |",
+        "| --- |" + " ---: |" * len(longest_gaps_s),
+    ]
+    for task, gaps in enumerate(zip(*longest_gaps_s.values(), strict=True)):
+        lines.append(f"| {connector}-{task} | " + " | ".join(f"{g:.1f}" for g in gaps) + " |")
+    return "\n".join(lines)
+
+
+def restarts_line(restarts: Sequence[Restart]) -> str:
+    """Each worker's SIGTERM to exit / to `/health` 200, in seconds, and its exit code."""
+    return ", ".join(
+        f"{x.worker} {x.exit_s:.1f} / {x.restart_s:.1f} ({x.exit_code})" for x in restarts
+    )
