@@ -30,10 +30,7 @@ from worker.plugin_registry import (
     UnknownPluginError,
     qualified_name,
 )
-from worker.plugins import ConfigProblem, Connector
-
-HIDDEN: Final = "[hidden]"
-"""What Connect shows instead of a PASSWORD value."""
+from worker.plugins import HIDDEN, ConfigProblem, Connector
 
 _SCALAR_TYPES: Final = ((bool, "BOOLEAN"), (int, "INT"), (float, "DOUBLE"), (SecretStr, "PASSWORD"))
 _LIST_TYPES: Final = (list, tuple, set, frozenset)

@@ -14,9 +14,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, TypeVar, get_args
 
-from pydantic import BaseModel, StringConstraints, ValidationError
+from pydantic import BaseModel, SecretStr, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
 from worker.checkpoint_layout import TASK_DIR_PREFIX, checkpoint_dir_for, checkpointed_tasks
@@ -31,6 +31,8 @@ NonEmptyStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length
 JAVA_INT_MAX: Final = 2**31 - 1
 """The bound of every integer setting, as Connect's INT type has: Spark takes these
 values as Java ints or longs, and a larger one would reach it as an overflow."""
+HIDDEN: Final = "[hidden]"
+"""What is shown instead of a secret value, as Connect shows a PASSWORD."""
 WHOLE_CONFIG: Final = "<config>"
 """The key a problem is filed under when it concerns no single setting."""
 
@@ -58,11 +60,37 @@ class ConnectorConfigError(ValueError):
         )
 
 
-def _problem(error: ErrorDetails) -> ConfigProblem:
+def secret_keys(model: type[BaseModel]) -> frozenset[str]:
+    """The config keys of `model` that hold secrets: its `SecretStr` settings (Connect's
+    PASSWORD type)."""
+    return frozenset(
+        field.alias or name
+        for name, field in model.model_fields.items()
+        if _holds_secret(field.annotation)
+    )
+
+
+def _holds_secret(annotation: object) -> bool:
+    return annotation is SecretStr or any(_holds_secret(arg) for arg in get_args(annotation))
+
+
+def _problem(error: ErrorDetails, secrets: frozenset[str]) -> ConfigProblem:
+    """The problem as a user reads it, in a 400, a validate answer, a task's trace and
+    the log: the value is echoed only when it is one setting's and no secret (a check of
+    the whole config gets the whole config, secrets and all, as its input)."""
     key = ".".join(str(part) for part in error["loc"]) or WHOLE_CONFIG
     if error["type"] == "missing":
         return ConfigProblem(key, "missing required value")
-    return ConfigProblem(key, f"invalid value {error['input']!r}: {error['msg']}")
+    value = error["input"]
+    if key == WHOLE_CONFIG or not isinstance(value, str | int | float | bool):
+        return ConfigProblem(key, error["msg"])
+    shown = HIDDEN if key in secrets or _sounds_secret(key) else repr(value)
+    return ConfigProblem(key, f"invalid value {shown}: {error['msg']}")
+
+
+def _sounds_secret(key: str) -> bool:
+    """Kafka's own PASSWORD keys (`sasl.jaas.config`, `ssl.*.password`), under any prefix."""
+    return key.endswith(("sasl.jaas.config", "password"))
 
 
 def parse_config(model: type[Settings], config: Mapping[str, str]) -> Settings:
@@ -70,7 +98,8 @@ def parse_config(model: type[Settings], config: Mapping[str, str]) -> Settings:
     try:
         return model.model_validate(dict(config))
     except ValidationError as exc:
-        raise ConnectorConfigError(_problem(e) for e in exc.errors()) from None
+        secrets = secret_keys(model)
+        raise ConnectorConfigError(_problem(e, secrets) for e in exc.errors()) from None
 
 
 @dataclass(frozen=True)

@@ -151,3 +151,26 @@ def test_placeholders_are_recognised_as_connect_writes_them() -> None:
     assert has_placeholder("x ${env:NAME} y")
     assert not has_placeholder("${no-colon}")
     assert not has_placeholder("$env:NAME")
+
+
+@pytest.mark.parametrize(
+    ("alias", "connect_class", "placeholder", "value"),
+    [
+        ("f", "FileConfigProvider", "${f:SECRETS/db.properties:user}", "app"),
+        ("d", "DirectoryConfigProvider", "${d:SECRETS:token}", SECRET),
+        ("e", "EnvVarConfigProvider", "${e:APP_USER}", "svc"),
+    ],
+)
+def test_connects_provider_class_names_are_the_built_ins(
+    secrets: Path, alias: str, connect_class: str, placeholder: str, value: str
+) -> None:
+    """A worker config written for Kafka Connect works unchanged."""
+    resolver = ConfigProviders.from_worker_settings(
+        {
+            "config.providers": alias,
+            f"config.providers.{alias}.class": f"{CONNECT}{connect_class}",
+            f"config.providers.{alias}.param.allowed.paths": str(secrets),
+        },
+        {"APP_USER": "svc"},
+    )
+    assert resolver.resolve({"k": placeholder.replace("SECRETS", str(secrets))}) == {"k": value}

@@ -6,9 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka import TopicPartition
 from pyspark.sql import SparkSession
 
-from worker.kafka.source import SCHEMA
+from worker.connectors.kafka_to_files import ASSIGN_KEY, KafkaToFilesTask
+from worker.kafka.source import SCHEMA, format_assignment
+from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
 from worker.sql_policy import QueryNotAllowed, analyze_query, check_query
 
@@ -109,3 +112,27 @@ def test_a_refused_command_never_ran(spark: SparkSession, tmp_path: Path) -> Non
             analyze_query(spark, sql, VIEWS)
     assert not target.exists()
     assert not marker.exists()
+
+
+def test_a_task_refuses_a_query_that_reached_its_config_unchecked(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Admission checks `transform.sql` on the leader; a task config that got past it (a
+    record written by an older worker, or by hand) is checked again before any query
+    starts."""
+    marker = tmp_path / "ran"
+    config = {
+        "connector.class": "kafka-to-files",
+        "kafka.bootstrap.servers": "127.0.0.1:9",
+        "kafka.client": "python",
+        "topics": "t",
+        "output.path": str(tmp_path / "out"),
+        "transform.sql": f"SELECT TRANSFORM(key) USING 'touch {marker}' FROM source",
+        ASSIGN_KEY: format_assignment([TopicPartition("t", 0)]),
+    }
+    context = TaskContext("k2f", 0, config, config, tmp_path / "checkpoints" / "k2f" / "0")
+    with pytest.raises(QueryNotAllowed, match="ScriptTransformation"):
+        KafkaToFilesTask().start(spark, context)
+    assert not marker.exists()
+    assert not (tmp_path / "out").exists()
+    assert not [q for q in spark.streams.active if q.name == context.query_name]

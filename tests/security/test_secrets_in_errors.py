@@ -1,0 +1,70 @@
+"""A config error names the setting and the problem, never a secret: its message reaches
+a 400, `/config/validate`, a FAILED task's trace and the log."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, Field, SecretStr
+
+from worker.connectors.kafka_to_files import KafkaToFilesSettings
+from worker.plugins import HIDDEN, ConnectorConfigError, parse_config, secret_keys
+
+SECRET = "s3cr3t-Pa55"
+JAAS = (
+    "org.apache.kafka.common.security.scram.ScramLoginModule required "
+    f'username="u" password="{SECRET}";'
+)
+
+
+class Vault(BaseModel):
+    token: SecretStr = Field(alias="vault.token", min_length=20)
+    optional_token: SecretStr | None = Field(default=None, alias="vault.optional.token")
+    retries: int = Field(default=3, alias="vault.retries")
+
+
+def refusal(model: type[BaseModel], config: dict[str, str]) -> str:
+    with pytest.raises(ConnectorConfigError) as refused:
+        parse_config(model, config)
+    return str(refused.value)
+
+
+def test_a_check_of_the_whole_config_does_not_echo_it() -> None:
+    """The SASL check sees every key at once; its error used to print them all, the
+    JAAS password with them."""
+    message = refusal(
+        KafkaToFilesSettings,
+        {
+            "kafka.bootstrap.servers": "127.0.0.1:9",
+            "topics": "t",
+            "output.path": "/tmp/out",
+            "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "PLAIN",
+            "kafka.sasl.jaas.config": JAAS,
+        },
+    )
+    assert "sasl.mechanism PLAIN needs" in message
+    assert SECRET not in message
+
+
+def test_a_secret_setting_is_hidden_and_another_setting_is_shown() -> None:
+    message = refusal(Vault, {"vault.token": SECRET, "vault.retries": "soon"})
+    assert SECRET not in message
+    assert f"vault.token: invalid value {HIDDEN}" in message
+    assert "vault.retries: invalid value 'soon'" in message
+
+
+class Strict(BaseModel):
+    jaas: int = Field(alias="kafka.sasl.jaas.config")
+    key_password: int = Field(alias="consumer.ssl.key.password")
+
+
+def test_kafkas_own_password_keys_are_hidden_under_any_prefix() -> None:
+    message = refusal(
+        Strict, {"kafka.sasl.jaas.config": SECRET, "consumer.ssl.key.password": SECRET}
+    )
+    assert SECRET not in message
+    assert message.count(HIDDEN) == 2
+
+
+def test_secret_keys_are_the_secret_str_settings() -> None:
+    assert secret_keys(Vault) == {"vault.token", "vault.optional.token"}
