@@ -12,10 +12,13 @@ import ssl
 import httpx
 from fastapi import Request, Response
 
+from herder.requests import DEFAULT_REQUEST_TIMEOUT_S
 from rest.errors import error_response
 
 FORWARDED_HEADER = "x-sparkherd-forwarded"
-FORWARD_TIMEOUT_S = 30.0
+FORWARD_TIMEOUT = httpx.Timeout(DEFAULT_REQUEST_TIMEOUT_S + 10.0, connect=10.0)
+"""Longer than the leader may hold a request in its queue (it answers 409 itself after
+that), so a follower never gives up on a write the leader is still going to make."""
 
 
 async def forward_to_leader(
@@ -29,7 +32,7 @@ async def forward_to_leader(
     }
     headers[FORWARDED_HEADER] = "1"
     try:
-        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S, verify=verify) as client:
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT, verify=verify) as client:
             answer = await client.request(
                 request.method,
                 target,
