@@ -1,4 +1,5 @@
-# Every target sets itself up: a fresh clone needs only python3 (>= 3.11) and a JRE 17.
+# Every target sets itself up: a fresh clone needs only python3 (>= 3.11) and a JRE 17;
+# what else a target needs from Debian (mvn, openssl, chromium) it installs when missing.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,7 @@ BROKER ?= tansu
 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup chromium run test lint typecheck unit integration bench clean
+.PHONY: setup chromium jvm-tools run test lint typecheck unit integration bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +24,13 @@ chromium:
 	command -v chromium >/dev/null || { $(SUDO) apt-get update -q && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
-run: setup
+# Apache Kafka's and Kafka Connect's jars come from Maven Central through mvn on first use
+# (cached in ~/.cache/sparkherd); the secured-Kafka test makes its certificates with openssl.
+jvm-tools:
+	command -v mvn >/dev/null && command -v openssl >/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven openssl; }
+
+run: setup $(if $(filter kafka,$(BROKER)),jvm-tools)
 	$(BIN)/sparkherd up --broker $(BROKER) --rest-port $(REST_PORT) --data-dir $(DATA_DIR)
 
 lint: setup
@@ -33,13 +40,13 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-test: lint typecheck chromium
+test: lint typecheck chromium jvm-tools
 	$(BIN)/python -m pytest -q --durations=25
 
 unit: setup
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: setup chromium
+integration: setup chromium jvm-tools
 	$(BIN)/python -m pytest -q tests/integration
 
 bench: setup
