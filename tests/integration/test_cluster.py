@@ -41,10 +41,11 @@ def assert_balanced(views: list[TaskView], workers: int) -> None:
     assert spread_per_connector(views, workers) <= 1, views
 
 
-def test_cooperative_cluster_follows_kip_415(each_broker: EmbeddedBroker, tmp_path: Path) -> None:
-    """In the Tansu smoke set: runs on Apache Kafka and on Tansu."""
+def test_cooperative_cluster_follows_kip_415(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    """On Apache Kafka only: at five to six minutes it is the suite's longest test; Tansu's
+    smoke set has a cooperative cluster in test_scale_down."""
     cluster = Cluster(
-        each_broker.bootstrap_servers,
+        broker.bootstrap_servers,
         tmp_path,
         size=3,
         # A restarted worker joins only once warm: under CI load the warm-up alone can
@@ -117,13 +118,10 @@ def test_cooperative_cluster_follows_kip_415(each_broker: EmbeddedBroker, tmp_pa
         views = cluster.wait_at_rest(9, timeout_s=DELAY_S * 6)
         assert spread(views) <= 1
 
-        # Rolling bounce of every worker: each task's output stays exactly-once.
+        # The old leader returns as a follower. (A rolling bounce is test_rolling_bounce's.)
         cluster.restart(leader).wait_ready(120)
-        cluster.wait_at_rest(9, timeout_s=DELAY_S * 6)
-        for index in reversed(range(3)):
-            assert cluster.workers[index].stop() == 0
-            cluster.restart(index).wait_ready(120)
-        cluster.wait_at_rest(9, timeout_s=DELAY_S * 6)
+        views = cluster.wait_at_rest(9, timeout_s=DELAY_S * 6)
+        assert_balanced(views, 3)
 
     for connector, tasks in (("alpha", 4), ("beta", 4), ("gamma", 1)):
         for task in range(tasks):

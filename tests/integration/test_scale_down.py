@@ -18,11 +18,12 @@ DELAY_S = 300
 
 
 def test_announced_leave_hands_work_over_without_the_delay(
-    broker: EmbeddedBroker, tmp_path: Path
+    each_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
+    """In the Tansu smoke set: a cooperative cluster on the embedded broker too."""
     output = tmp_path / "out"
     cluster = Cluster(
-        broker.bootstrap_servers,
+        each_broker.bootstrap_servers,
         tmp_path,
         size=2,
         settings=[f"scheduled.rebalance.max.delay.ms={DELAY_S * 1000}"],
