@@ -68,17 +68,24 @@ class LoadModel:
             self._rank[worker] = 0
 
     def add_task(self, worker: int, connector: str, task: int) -> None:
-        numbers = self.tasks[worker].get(connector)
-        if numbers is None:
-            numbers = self.tasks[worker][connector] = set()
-        numbers.add(task)
-        self.totals[worker] += 1
         held = self.holders.get(connector)
         if held is None:
             held = self.holders[connector] = {}
         held[worker] = held.get(worker, 0) + 1
-        if task not in self._running[worker].get(connector, _NOTHING):
-            self._free_tasks[worker].setdefault(connector, set()).add(task)
+        self._hold(worker, connector, (task,))
+
+    def _hold(self, worker: int, connector: str, tasks: Sequence[int]) -> None:
+        """Record tasks as the worker's, except in `holders`, which the caller has counted."""
+        numbers = self.tasks[worker].get(connector)
+        if numbers is None:
+            self.tasks[worker][connector] = set(tasks)
+        else:
+            numbers.update(tasks)
+        self.totals[worker] += len(tasks)
+        running = self._running[worker].get(connector)
+        free = tasks if running is None else [t for t in tasks if t not in running]
+        if free:
+            self._free_tasks[worker].setdefault(connector, set()).update(free)
 
     def remove_task(self, worker: int, connector: str, task: int) -> None:
         numbers = self.tasks[worker][connector]
@@ -120,6 +127,7 @@ class LoadModel:
         held = self.holders.setdefault(connector, {})
         level = min(held.values()) if len(held) == len(self.workers) else 0
         parked: list[tuple[int, int, int]] = []
+        chosen: dict[int, list[int]] = {}
         for task in numbers:
             while True:
                 if not heap:
@@ -127,13 +135,19 @@ class LoadModel:
                     heap.extend(parked)
                     heapify(heap)
                     parked = []
-                entry = heappop(heap)
-                if held.get(entry[2], 0) <= level:
+                total, rank, worker = heappop(heap)
+                if held.get(worker, 0) <= level:
                     break
-                parked.append(entry)
-            worker = entry[2]
-            self.add_task(worker, connector, task)
-            parked.append((self.totals[worker], entry[1], worker))
+                parked.append((total, rank, worker))
+            held[worker] = held.get(worker, 0) + 1
+            mine = chosen.get(worker)
+            if mine is None:
+                chosen[worker] = [task]
+            else:
+                mine.append(task)
+            parked.append((total + 1, rank, worker))
+        for worker, tasks in chosen.items():
+            self._hold(worker, connector, tasks)
         for entry in parked:
             heappush(heap, entry)
 
@@ -244,8 +258,12 @@ class LoadModel:
         if found is None:
             # A fresh copy of the giver's connectors costs O(connectors): made only when
             # the remembered order has none left, never on every call (at 10 workers x 100k
-            # tasks plus a joiner, a copy per moved task was over half of the round).
-            found = self._scan_shiftable(giver, taker, list(mine), 0)
+            # tasks plus a joiner, a copy per moved task was over half of the round). Each
+            # giver starts in its own slice of the order: from a common start every giver
+            # walked past the connectors the others had already given the taker.
+            order = list(mine)
+            start = giver * len(order) // len(self.workers)
+            found = self._scan_shiftable(giver, taker, order, start)
         if found is None:
             raise AssertionError("a fuller worker always holds more of some connector")
         return found
@@ -265,7 +283,10 @@ class LoadModel:
         return None
 
     def _even_connector_counts(self) -> None:
+        """Move connectors from the fullest to the emptiest worker, not-yet-running ones first."""
         size = range(len(self.workers))
+        free: dict[int, set[str]] = {}
+        """Per giver, its connectors it does not run yet: computed once, then kept current."""
         while True:
             giver = max(size, key=lambda w: (len(self.connectors[w]), -w))
             taker = min(
@@ -274,10 +295,15 @@ class LoadModel:
             if len(self.connectors[giver]) - len(self.connectors[taker]) < 2:
                 return
             names = self.connectors[giver]
-            free = names - self._running_connectors[giver]
-            name = max(free) if free else max(names)
+            spare = free.get(giver)
+            if spare is None:
+                spare = free[giver] = names - self._running_connectors[giver]
+            name = max(spare) if spare else max(names)
             names.remove(name)
+            spare.discard(name)
             self.connectors[taker].add(name)
+            if taker in free and name not in self._running_connectors[taker]:
+                free[taker].add(name)
 
     def allocation(self, worker: int) -> Allocation:
         return Allocation(

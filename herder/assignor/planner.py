@@ -85,16 +85,22 @@ class RoundPlanner:
 
     def _keep_running_work(self) -> None:
         duplicates = self._reports.duplicate_tasks
+        counts = self._counts
+        over_count = {
+            connector
+            for connector, numbers in self._reports.running_tasks.items()
+            if connector in counts and max(numbers) >= counts[connector]
+        }
         for i, member in enumerate(self._eligible):
             report = self._reports.by_member[member]
             kept: TaskSets = {}
             for connector, numbers in report.tasks.items():
-                count = self._counts.get(connector)
+                count = counts.get(connector)
                 if count is None:
                     continue
                 twice = duplicates.get(connector)
                 keep = numbers
-                if twice or max(numbers) >= count:
+                if twice or connector in over_count:
                     keep = {t for t in numbers if t < count and not (twice and t in twice)}
                 if keep:
                     kept[connector] = keep
@@ -131,32 +137,46 @@ class RoundPlanner:
 
     def _triage_unreported_tasks(self) -> None:
         running = self._reports.running_tasks
+        missing = []
         for connector in sorted(self._counts):
             count = self._counts[connector]
             reported = running.get(connector, _NOTHING)
-            if count == 0 or (len(reported) == count and max(reported) == count - 1):
-                continue
-            holders = self._task_holders(connector)
+            if count and not (len(reported) == count and max(reported) == count - 1):
+                missing.append(connector)
+        holders_of = self._task_holders(missing)
+        for connector in missing:
+            reported = running.get(connector, _NOTHING)
+            unreported = [t for t in range(self._counts[connector]) if t not in reported]
+            holders = holders_of.get(connector, {})
             handoffs = self._memory.task_handoffs.get(connector, {})
-            for task in range(count):
-                if task in reported:
-                    continue
+            if not holders and not handoffs:
+                # Tasks the leader knows nothing of all get the same verdict.
+                verdict, member = self._triage.decide(False, None, None)
+                self._triaged(connector, unreported, verdict, member)
+                continue
+            for task in unreported:
                 verdict, member = self._triage.decide(
                     task in holders, holders.get(task), handoffs.get(task)
                 )
-                if verdict is Verdict.RETURN:
-                    self._model.add_task(self._index[member], connector, task)
-                elif verdict is Verdict.WAIT:
-                    self._waiting_tasks.setdefault(connector, {})[task] = member
-                else:
-                    self._free_tasks.setdefault(connector, []).append(task)
+                self._triaged(connector, [task], verdict, member)
 
-    def _task_holders(self, connector: str) -> dict[int, str | None]:
-        holders = dict(self._memory.lost_tasks.get(connector, {}))
+    def _triaged(self, connector: str, tasks: list[int], verdict: Verdict, member: str) -> None:
+        if verdict is Verdict.RETURN:
+            for task in tasks:
+                self._model.add_task(self._index[member], connector, task)
+        elif verdict is Verdict.WAIT:
+            self._waiting_tasks.setdefault(connector, {}).update(dict.fromkeys(tasks, member))
+        else:
+            self._free_tasks.setdefault(connector, []).extend(tasks)
+
+    def _task_holders(self, connectors: list[str]) -> dict[str, dict[int, str | None]]:
+        """Who the leader remembers running each task of these connectors, by connector."""
+        lost = self._memory.lost_tasks
+        holders = {c: dict(lost[c]) for c in connectors if c in lost}
+        wanted = set(connectors)
         for member, tasks in self._memory.held_tasks.items():
-            numbers = tasks.get(connector)
-            if numbers:
-                holders.update(dict.fromkeys(numbers, member))
+            for connector in wanted.intersection(tasks):
+                holders.setdefault(connector, {}).update(dict.fromkeys(tasks[connector], member))
         return holders
 
     def _triage_unreported_connectors(self) -> None:

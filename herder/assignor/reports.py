@@ -36,11 +36,12 @@ class GroupReports:
         for member in sorted(members):
             allocation = members[member].allocation
             grouped: TaskSets = {}
-            for task in allocation.tasks:
-                numbers = grouped.get(task.connector)
+            for connector, number in allocation.tasks:
+                numbers = grouped.get(connector)
                 if numbers is None:
-                    numbers = grouped[task.connector] = set()
-                numbers.add(task.task)
+                    grouped[connector] = {number}
+                else:
+                    numbers.add(number)
             tasks = {connector: grouped[connector] for connector in sorted(grouped)}
             reports.by_member[member] = MemberReport(tasks, allocation.connectors)
             reports._count(tasks, allocation.connectors)
