@@ -23,11 +23,12 @@ from herder.auto_restart import RestartPolicy
 from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigStore, RestartRequest, TargetState
 from herder.errors import NotLeader
-from herder.group_loop import GroupLoop, HerderSettings
+from herder.group_loop import GroupLoop
 from herder.membership import Membership
 from herder.metrics import WorkerMetrics
 from herder.requests import RequestQueue
 from herder.runtime import ConnectorPlugins, TaskRuntime
+from herder.settings import HerderSettings
 from herder.status_store import Status, StatusStore
 from herder.task_configs import TaskConfigWriter
 from herder.views import ClusterView, ConnectorView, WorkerState
@@ -121,6 +122,11 @@ class DistributedHerder:
     @property
     def ready(self) -> bool:
         return self._loop.ready
+
+    @property
+    def alone(self) -> bool:
+        """Whether this worker leads a group of one: it has nobody to hand work to."""
+        return self._loop.is_leader and self._loop.members_led == 1
 
     @property
     def state(self) -> WorkerState:

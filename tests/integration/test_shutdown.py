@@ -100,6 +100,8 @@ def test_sigterm_to_the_whole_process_group_stops_the_tasks_in_order(
         assert worker.process.wait(90) == 0
         log = worker.log_text()[before:]
         assert "stopping: tasks first, then the group, then REST" in log
+        assert "alone in the group: nobody to hand 2 tasks to" in log
+        assert "handing" not in log, "a worker alone in its group waited for a hand-off round"
         for trouble in (STOPPED_CONTEXT, SPARK_GONE, "Traceback", '"level": "ERROR"'):
             assert trouble not in log, log
         for noise in SPARK_NOTICES:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from herder.auto_restart import RestartPolicy
 from herder.config_store import ConfigStore
-from herder.group_loop import HerderSettings
 from herder.herder import DistributedHerder
 from herder.kafka_log import RecordHandler
 from herder.membership import Generation, HeartbeatOutcome, JoinedMembers, LeaderCallback
+from herder.settings import HerderSettings
 from herder.status_store import StatusStore
 from protocol.messages import ConnectorTaskId
 from tests.support.polling import wait_until_async

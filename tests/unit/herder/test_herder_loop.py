@@ -144,3 +144,26 @@ def test_heartbeats_are_frequent_right_after_a_rebalance(
 ) -> None:
     assert heartbeat_pause_s(since_join_s, 3_000) == pause_s
     assert heartbeat_pause_s(since_join_s, 100) == 0.1
+
+
+async def test_a_leader_alone_in_its_group_knows_it(tmp_path: Path) -> None:
+    coordinator = LoneCoordinator()
+    coordinator.joinable.clear()
+    async with running_herder(tmp_path, coordinator) as (herder, _):
+        assert not herder.alone
+        coordinator.joinable.set()
+        await until(lambda: herder.ready, "the worker joined")
+        assert herder.alone
+
+
+async def test_a_leaving_leader_stays_for_the_round_that_places_its_work(tmp_path: Path) -> None:
+    """The round after the one that revokes a leaving leader's work gives that work to
+    the others, and only the leader can run it."""
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        await herder.create_connector("moving", CONFIG)
+        await until(lambda: len(runtime.running) == 2, "two tasks")
+        announced_in = herder.generation
+        assert await herder.leave_for_good(5.0)
+        assert not runtime.running
+        assert herder.generation == announced_in + 2
