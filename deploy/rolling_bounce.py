@@ -21,6 +21,7 @@ hand-off (`worker.warmup.enabled=false`, `task.handoff.timeout.ms=0`), as before
 
     python deploy/rolling_bounce.py                      # all four modes, 3 x 6 tasks
     python deploy/rolling_bounce.py --modes stable,handoff --tasks 4 --delay-ms 15000
+    python deploy/rolling_bounce.py --modes handoff --keep /tmp/rollout   # keeps the logs
 
 It drives real processes: Apache Kafka on a free loopback port and `sparkherd worker`s
 with real Spark (the harness of the integration tests, `tests/support`; the measurement
@@ -31,6 +32,7 @@ on).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -220,21 +222,27 @@ def main(argv: list[str] | None = None) -> list[Report]:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=6)
     parser.add_argument("--delay-ms", type=int, default=60_000)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="run in this directory and keep it: the workers' logs, checkpoints and output",
+    )
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - MODES.keys()
     if unknown:
         parser.error(f"unknown mode(s) {sorted(unknown)}; choose from {sorted(MODES)}")
     reports = []
-    with (
-        tempfile.TemporaryDirectory(prefix="sparkherd-rollout-") as tmp,
-        running_broker(Path(tmp)) as broker,
-    ):
+    with contextlib.ExitStack() as stack:
+        root = args.keep or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="sparkherd-rollout-"))
+        )
+        broker = stack.enter_context(running_broker(root))
         for mode in modes:
             reports.append(
                 bounce_mode(
                     broker.bootstrap_servers,
-                    Path(tmp) / mode,
+                    root / mode,
                     mode,
                     args.workers,
                     args.tasks,

@@ -1,4 +1,4 @@
-"""`files-to-kafka` on real workers, a real broker and real Spark: every line of 100
+"""`files-to-kafka` on real workers, a real broker and real Spark: every line of 40
 files lands in the topic once, while a worker is killed mid-way and comes back, and
 while a worker frozen in the middle of a transaction loses its task and wakes up."""
 
@@ -26,7 +26,7 @@ from worker.kafka.sink import ORIGIN_HEADER
 
 pytestmark = pytest.mark.integration
 
-FILES = 100
+FILES = 40
 LINES = 100
 
 
