@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from protocol.messages import ConnectorTaskId
+from worker import spark_warm_up
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connector_configs import RegistryPlugins
 from worker.log_setup import working_on
@@ -181,10 +182,12 @@ class SparkTaskRuntime:
         return set(self._runs)
 
     async def warm_up(self) -> None:
-        """Start the session and run one small job on it, so the first task's query does
-        not pay for Spark's start-up (seconds, tens of them on a busy machine)."""
+        """Start the session and run a small job and a one-batch streaming query on it
+        (`spark_warm_up`), so the first task's query pays neither for Spark's start-up
+        (seconds, tens of them on a busy machine) nor for a cold streaming engine."""
         session = await asyncio.to_thread(self._session.get)
-        await asyncio.to_thread(lambda: session.range(1).count())
+        batch = await asyncio.to_thread(spark_warm_up.warm_up, session)
+        log.debug("warm-up streaming batch: %s ms", batch.get("batchDuration"))
 
     def progress(self) -> dict[ConnectorTaskId, TaskProgress]:
         """The running tasks' progress, as of the last look (once a second)."""

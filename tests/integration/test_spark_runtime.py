@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import partial
 from pathlib import Path
@@ -16,6 +17,7 @@ from pyspark.sql import functions as F
 from protocol.messages import ConnectorTaskId
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until, wait_until_async
+from worker import spark_warm_up
 from worker.connectors.generator import GeneratorConnector
 from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector, Task, TaskContext, parse_config
@@ -383,3 +385,17 @@ def test_a_stop_lets_the_batch_in_flight_commit(
         query.stop()
     for log in ("offsets", "commits"):
         assert [name for name in os.listdir(checkpoint / log) if name.isdigit()] == ["0"], log
+
+
+def test_the_warm_up_runs_one_streaming_batch_and_leaves_nothing_behind(
+    spark_provider: SparkSessionProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spark = spark_provider.get()
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
+    batch = spark_warm_up.warm_up(spark)
+    assert batch["numInputRows"] == 1
+    assert "FileSink" in batch["sink"]["description"]
+    assert not spark.streams.active
+    assert list(scratch_root.iterdir()) == []
