@@ -34,6 +34,7 @@ from herder.task_configs import TaskConfigWriter
 from herder.views import ClusterView, ConnectorView, WorkerState
 from herder.work import LocalWork
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
+from protocol.versions import LEAVING_FLAG_VERSION
 from worker.checkpoint_offsets import SourceOffset
 from worker.task_state import TaskState
 
@@ -127,6 +128,12 @@ class DistributedHerder:
     def alone(self) -> bool:
         """Whether this worker leads a group of one: it has nobody to hand work to."""
         return self._loop.is_leader and self._loop.members_led == 1
+
+    @property
+    def can_announce_leaving(self) -> bool:
+        """Whether the group speaks a version with the `leaving` flag: an eager (v0) or v1
+        group would give a leaving worker its work straight back."""
+        return self._loop.group_version >= LEAVING_FLAG_VERSION
 
     @property
     def state(self) -> WorkerState:

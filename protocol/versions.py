@@ -20,6 +20,8 @@ lists, so versions are negotiated inside the metadata instead (KIP-268)."""
 EAGER_VERSION = 0
 FIRST_COOPERATIVE_VERSION = 1
 CURRENT_VERSION = 2
+LEAVING_FLAG_VERSION = 2
+"""The first version whose subscription can say that a member is leaving (a hand-off)."""
 
 
 class ConnectProtocol(StrEnum):

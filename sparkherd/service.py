@@ -190,13 +190,21 @@ class WorkerService:
         stopped until this worker is back and warm, or `scheduled.rebalance.max.delay.ms`
         passes. A worker that led its last round alone has nobody to give its work to: it
         skips the round that would only revoke it (6 s on Tansu for `make run`'s Ctrl-C)
-        and stops its work as it would anyway.
+        and stops its work as it would anyway; so does a worker in a group whose protocol
+        has no `leaving` flag (eager, v1), where it waited out the whole timeout before.
         """
         timeout_s = self.config.task_handoff_timeout_ms / 1000
         if timeout_s <= 0 or not self.herder.ready or self.herder.owned.is_empty():
             return
         if self.herder.alone:
             log.info("alone in the group: nobody to hand %d tasks to", len(self.herder.owned.tasks))
+            return
+        if not self.herder.can_announce_leaving:
+            log.info(
+                "the group's protocol cannot announce a departure (connect.protocol=eager, or "
+                "an older member): stopping %d tasks without a hand-off",
+                len(self.herder.owned.tasks),
+            )
             return
         log.info(
             "handing %d tasks over to the other workers before stopping (at most %g s)",
