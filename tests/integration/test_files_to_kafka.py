@@ -164,7 +164,8 @@ def test_csv_files_with_an_inferred_schema_and_a_missing_topic(
 
 
 FROZEN_FILES = 8
-FROZEN_LINES = 50_000
+FROZEN_LINES = 25_000
+"""One transaction of 200k rows: open for seconds, long enough to freeze a worker inside it."""
 SESSION_TIMEOUT_MS = 8_000
 
 
