@@ -32,7 +32,7 @@ def warm_up(session: SparkSession) -> Mapping[str, Any]:
             .option("rowsPerBatch", 1)
             .load()
             .writeStream.option("checkpointLocation", f"{scratch}/checkpoint")
-            .trigger(once=True)
+            .trigger(availableNow=True)
         )
         if session.sparkContext.master.startswith("local"):
             writer = writer.format("parquet").option("path", f"{scratch}/output")
