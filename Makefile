@@ -40,8 +40,11 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# Two runs: the modules marked `parallel` (and every unit and simulation test) two at a
+# time, then the rest one at a time, as their timing and short sessions need the machine.
 test: lint typecheck chromium jvm-tools
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile -m 'parallel or not integration'
+	$(BIN)/python -m pytest -q --durations=25 -m 'integration and not parallel'
 
 unit: setup
 	$(BIN)/python -m pytest -q tests/unit

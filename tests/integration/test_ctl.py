@@ -23,7 +23,7 @@ from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
 from worker.embedded_broker import EmbeddedBroker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 TIMEOUT_S = 120
 USER, PASSWORD = "admin", "s3cret"

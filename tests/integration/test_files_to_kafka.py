@@ -125,6 +125,7 @@ def test_every_line_of_every_file_is_published_once_while_a_worker_is_killed(
         assert dict(record.headers)[ORIGIN_HEADER] == f"events-{line['file']:03d}.json".encode()
 
 
+@pytest.mark.parallel
 def test_csv_files_with_an_inferred_schema_and_a_missing_topic(
     each_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:

@@ -9,7 +9,7 @@ from tests.support.kafka_topics import keyed, new_topic, produce
 from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import BlockingKafka, KafkaUnavailableError, Outgoing
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 
 @pytest.fixture

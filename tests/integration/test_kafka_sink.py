@@ -27,7 +27,7 @@ from worker.kafka.sink import (
 )
 from worker.kafka.transactions import fence_earlier_producers
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 FILES = 4
 ROWS_PER_FILE = 3_000

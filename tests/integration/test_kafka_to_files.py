@@ -98,6 +98,7 @@ def csv_rows(task_dir: Path) -> list[dict[str, str]]:
     return [row for path in committed_files(task_dir) for row in csv.DictReader(path.open())]
 
 
+@pytest.mark.parallel
 def test_transform_sql_shapes_each_batch_written_as_csv(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:

@@ -16,7 +16,7 @@ from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 TIMEOUT_S = 120
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

@@ -21,7 +21,7 @@ from schemathesis.schemas import APIOperation
 from tests.support.processes import WorkerProcess, ready_worker
 from worker.embedded_broker import EmbeddedBroker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 EXAMPLES_PER_OPERATION = 25
 """Bounded so `make test` stays quick; raise it locally to search harder. No shrinking

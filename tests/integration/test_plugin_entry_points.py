@@ -18,7 +18,7 @@ from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 PLUGIN_PATH = Path(__file__).parents[1] / "data" / "plugin_path"
 ALIAS = "test-echo"

@@ -19,7 +19,7 @@ from tests.support.processes import WorkerProcess, free_port, ready_worker, runn
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 TIMEOUT_S = 120
 

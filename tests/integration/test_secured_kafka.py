@@ -21,7 +21,7 @@ from tests.support.secured_kafka import WORKER, client_settings, make_authority,
 from worker.kafka.connection import KafkaConnection
 from worker.kafka_security import SECURITY_KEYS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 RECORDS = 500
 

@@ -18,11 +18,11 @@ import pytest
 from tests.support.file_sink import committed_column, committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
-from tests.support.processes import WorkerProcess, free_port, running_broker
+from tests.support.processes import WorkerProcess, free_port, ready_worker, running_broker
 from worker.embedded_broker import BrokerStartError, EmbeddedBroker, port_is_open
 from worker.kafka_kraft import ListenerSecurity
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 
 def generator(output: Path, tasks: int = 2, rate: int = 20) -> dict[str, str]:
@@ -58,20 +58,14 @@ def assert_exactly_once(seqs: list[int]) -> None:
     )
 
 
-@pytest.fixture
-def worker(broker: EmbeddedBroker, tmp_path: Path, logs_dir: Path) -> Iterator[WorkerProcess]:
-    process = WorkerProcess(
-        "worker-0",
-        broker.bootstrap_servers,
-        tmp_path / "checkpoints",
-        logs_dir,
-        extra=[f"group.id=single-{free_port()}"],
-    ).start()
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.kill()
+@pytest.fixture(scope="module")
+def worker(
+    broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
+    """Shared by the module's tests, which each leave it without connectors: a worker
+    start is most of their time."""
+    with ready_worker("worker-0", broker.bootstrap_servers, tmp_path_factory.mktemp("single")) as w:
+        yield w
 
 
 def test_rest_answers_like_kafka_connect(worker: WorkerProcess, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from tests.support.processes import ready_worker
 from tests.support.spark_standalone import running_standalone_cluster
 from worker.embedded_broker import EmbeddedBroker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 TIMEOUT_S = 120
 

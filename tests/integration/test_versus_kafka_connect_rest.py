@@ -21,7 +21,7 @@ import pytest
 from tests.support.rest_script import DOCUMENTED, run_differential
 from worker.embedded_broker import EmbeddedBroker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 
 def test_sparkherd_answers_the_rest_api_as_kafka_connect_does(

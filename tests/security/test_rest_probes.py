@@ -23,7 +23,7 @@ from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, process_tree, ready_worker
 from worker.embedded_broker import EmbeddedBroker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 AUTH = ("probe", "s3cret-pass")
 SECRET = "s3cr3t-value-never-shown"

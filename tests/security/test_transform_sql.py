@@ -15,7 +15,7 @@ from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
 from worker.sql_policy import QueryNotAllowed, analyze_query, check_query
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 VIEWS = {"source": SCHEMA}
 
