@@ -50,6 +50,10 @@ class TasksStillRunning(HerderError):
         )
 
 
+class NoHandOff(HerderError):
+    """A departure that could hand nothing over: the message says why."""
+
+
 class NotLeader(HerderError):
     """Only the leader writes configs; the caller forwards to `leader_url` (None: unknown)."""
 

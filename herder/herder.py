@@ -22,7 +22,7 @@ from herder.admin import ClusterAdmin
 from herder.auto_restart import RestartPolicy
 from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigStore, RestartRequest, TargetState
-from herder.errors import NotLeader
+from herder.errors import NoHandOff, NotLeader
 from herder.group_loop import GroupLoop
 from herder.membership import Membership
 from herder.metrics import WorkerMetrics
@@ -182,9 +182,26 @@ class DistributedHerder:
         await self.configs.stop()
         await self._member.close()
 
+    def hand_off_refusal(self) -> str | None:
+        """Why announcing a departure now would hand this worker's work to nobody, if it
+        would: a worker leading a group of one has nobody to give it to, and a group
+        whose protocol has no `leaving` flag (eager, v1) would give it straight back."""
+        if not self.can_announce_leaving:
+            return (
+                "the group's protocol cannot announce a departure (connect.protocol=eager, "
+                f"or an older member): its {len(self.owned.tasks)} tasks would come back"
+            )
+        if self.alone:
+            return f"alone in the group: nobody to hand {len(self.owned.tasks)} tasks to"
+        return None
+
     async def leave_for_good(self, timeout_s: float) -> bool:
         """Announce a departure for good (scale-down); whether this worker ran nothing any
-        more within `timeout_s` (see `GroupLoop.leave_for_good`)."""
+        more within `timeout_s` (see `GroupLoop.leave_for_good`). Raises `NoHandOff` at
+        once rather than wait `timeout_s` for a hand-off that cannot happen."""
+        refusal = self.hand_off_refusal()
+        if refusal is not None:
+            raise NoHandOff(refusal)
         return await self._loop.leave_for_good(timeout_s)
 
     async def wait_closed(self) -> None:

@@ -18,6 +18,7 @@ from herder.errors import (
     HerderError,
     InvalidConnectorConfig,
     InvalidOffsets,
+    NoHandOff,
     NotLeader,
     TaskNotFound,
     TasksStillRunning,
@@ -51,6 +52,7 @@ ERROR_STATUS: dict[type[HerderError], int] = {
     InvalidOffsets: 400,
     TasksStillRunning: 409,
     NotLeader: 409,
+    NoHandOff: 409,
     RequestTimedOut: 409,
     WorkerStopping: 503,
 }

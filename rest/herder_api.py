@@ -97,7 +97,7 @@ class HerderApi(ClusterLoggerSetter, Protocol):
 
     async def leave_for_good(self, timeout_s: float) -> bool:
         """Announce a permanent departure; whether this worker ran nothing any more
-        within `timeout_s`."""
+        within `timeout_s`. Raises `NoHandOff` when nobody could take its work."""
 
 
 def provide_herder(app: FastAPI, herder: HerderApi) -> None:

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from rest.herder_api import HerderDep
+from rest.models import ErrorBody
 
 
 class LeaveGroupBody(BaseModel):
@@ -28,13 +29,17 @@ def leave_group_router() -> APIRouter:
     @router.post(
         "/admin/leave-group",
         response_model=LeaveGroupBody,
-        responses={202: {"model": LeaveGroupBody}},
+        responses={
+            202: {"model": LeaveGroupBody},
+            409: {"model": ErrorBody, "description": "Nobody to hand the work to"},
+        },
     )
     async def leave_group(
         herder: HerderDep,
         timeout_ms: int = Query(default=60_000, ge=0, le=600_000),
     ) -> JSONResponse:
-        """200 once this worker runs nothing; 202 if its work is still being handed over."""
+        """200 once this worker runs nothing; 202 if its work is still being handed over;
+        409 at once if it cannot be: a group of one, or an eager group."""
         handed_over = await herder.leave_for_good(timeout_ms / 1000)
         body = LeaveGroupBody(
             worker_id=herder.worker_id,

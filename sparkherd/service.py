@@ -196,15 +196,9 @@ class WorkerService:
         timeout_s = self.config.task_handoff_timeout_ms / 1000
         if timeout_s <= 0 or not self.herder.ready or self.herder.owned.is_empty():
             return
-        if self.herder.alone:
-            log.info("alone in the group: nobody to hand %d tasks to", len(self.herder.owned.tasks))
-            return
-        if not self.herder.can_announce_leaving:
-            log.info(
-                "the group's protocol cannot announce a departure (connect.protocol=eager, or "
-                "an older member): stopping %d tasks without a hand-off",
-                len(self.herder.owned.tasks),
-            )
+        refusal = self.herder.hand_off_refusal()
+        if refusal is not None:
+            log.info("%s: stopping them without a hand-off", refusal)
             return
         log.info(
             "handing %d tasks over to the other workers before stopping (at most %g s)",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.cluster import Cluster, generator_config, start_times
@@ -31,6 +32,9 @@ def test_rolling_upgrade_from_eager_to_cooperative_and_back(
         cluster.create("alpha", generator_config(output / "alpha", tasks=4))
         cluster.wait_converged(4)
         assert cluster.workers_view()["protocol_version"] == EAGER
+        refused = httpx.post(f"{cluster.workers[0].url}/admin/leave-group", timeout=30)
+        assert refused.status_code == 409, refused.text
+        assert "cannot announce a departure" in refused.json()["message"]
 
         for index in reversed(range(2)):
             assert cluster.workers[index].stop() == 0

@@ -20,7 +20,9 @@ from herder.kafka_log import RecordHandler
 from herder.membership import Generation, HeartbeatOutcome, JoinedMembers, LeaderCallback
 from herder.settings import HerderSettings
 from herder.status_store import StatusStore
-from protocol.messages import ConnectorTaskId
+from protocol.codec import Codec
+from protocol.messages import ConnectorTaskId, Subscription
+from protocol.versions import CURRENT_VERSION
 from tests.support.polling import wait_until_async
 from worker.task_state import TaskState
 
@@ -62,14 +64,26 @@ class MemoryLog:
             self._on_record(key, value, self._position - 1)
 
 
+BYSTANDER = Subscription(
+    version=CURRENT_VERSION,
+    max_version=CURRENT_VERSION,
+    worker_id="127.0.0.1:9",
+    url="http://127.0.0.1:9",
+    config_offset=-1,
+)
+"""A member that joins every round and runs whatever it is given, without a word."""
+
+
 class LoneCoordinator:
-    """A group of one: every join is a new generation that this member leads.
+    """A group of one, or two with `bystander`: every join is a new generation that this
+    member leads.
 
     `joinable` holds joins back (a coordinator that has not answered yet); `heartbeats`
     is what the next heartbeats answer.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, bystander: Subscription | None = None) -> None:
+        self._others = {"other": Codec().encode_subscription(bystander)} if bystander else {}
         self.joinable = asyncio.Event()
         self.joinable.set()
         self.generation = 0
@@ -89,7 +103,8 @@ class LoneCoordinator:
         await self.joinable.wait()
         self.generation += 1
         self.joined_with.append(metadata)
-        members = JoinedMembers(self.generation, "me", {"me": metadata}, {"me": None})
+        metadata_of = {"me": metadata, **self._others}
+        members = JoinedMembers(self.generation, "me", metadata_of, dict.fromkeys(metadata_of))
         assignments = await on_leader(members)
         return Generation(self.generation, "me", "me", assignments["me"])
 

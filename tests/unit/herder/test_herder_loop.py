@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from herder.config_store import TargetState
-from herder.errors import ConnectorExists, InvalidConnectorConfig
+from herder.errors import ConnectorExists, InvalidConnectorConfig, NoHandOff
 from herder.group_loop import heartbeat_pause_s
 from herder.membership import HeartbeatOutcome
 from herder.requests import RequestTimedOut
 from herder.views import WorkerState
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
+    BYSTANDER,
     LoneCoordinator,
     RecordingRuntime,
     running_herder,
@@ -159,11 +160,25 @@ async def test_a_leader_alone_in_its_group_knows_it(tmp_path: Path) -> None:
 async def test_a_leaving_leader_stays_for_the_round_that_places_its_work(tmp_path: Path) -> None:
     """The round after the one that revokes a leaving leader's work gives that work to
     the others, and only the leader can run it."""
-    coordinator = LoneCoordinator()
+    coordinator = LoneCoordinator(bystander=BYSTANDER)
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
         await herder.create_connector("moving", CONFIG)
-        await until(lambda: len(runtime.running) == 2, "two tasks")
+        await until(lambda: len(runtime.running) == 1, "its share: one task of two")
         announced_in = herder.generation
         assert await herder.leave_for_good(5.0)
         assert not runtime.running
         assert herder.generation == announced_in + 2
+
+
+async def test_a_departure_nobody_could_take_over_is_refused_at_once(tmp_path: Path) -> None:
+    """Alone, a leaving worker's work would go nowhere: `leave_for_good` says so instead
+    of waiting out its timeout, and the work keeps running."""
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        await herder.create_connector("staying", CONFIG)
+        await until(lambda: len(runtime.running) == 2, "two tasks")
+        generation = herder.generation
+        with pytest.raises(NoHandOff, match="alone in the group: nobody to hand 2 tasks to"):
+            await asyncio.wait_for(herder.leave_for_good(60.0), 1.0)
+        assert len(runtime.running) == 2
+        assert herder.generation == generation

@@ -16,6 +16,7 @@ from herder.errors import (
     ConnectorNotFound,
     ConnectorNotStopped,
     InvalidConnectorConfig,
+    NoHandOff,
     NotLeader,
     TaskNotFound,
     TasksStillRunning,
@@ -41,6 +42,8 @@ class FakeHerder:
     leader_url: str | None = None
     handed_over: bool = True
     """What `leave_for_good` answers."""
+    hand_off_refusal: str | None = None
+    """Why `leave_for_good` raises `NoHandOff`, if it does."""
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     targets: dict[str, TargetState] = field(default_factory=dict)
     tasks: dict[str, list[dict[str, str]]] = field(default_factory=dict)
@@ -182,6 +185,8 @@ class FakeHerder:
 
     async def leave_for_good(self, timeout_s: float) -> bool:
         self.leave_timeouts.append(timeout_s)
+        if self.hand_off_refusal is not None:
+            raise NoHandOff(self.hand_off_refusal)
         return self.handed_over
 
     def _config(self, name: str) -> dict[str, str]:

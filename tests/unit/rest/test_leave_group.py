@@ -1,4 +1,5 @@
-"""`POST /admin/leave-group` against a fake herder: 200 once handed over, 202 while not."""
+"""`POST /admin/leave-group` against a fake herder: 200 once handed over, 202 while not,
+409 at once when nobody could take the work."""
 
 from __future__ import annotations
 
@@ -51,3 +52,15 @@ def test_a_timeout_out_of_range_answers_400_and_nothing_leaves(
     assert answer.json()["error_code"] == 400
     assert answer.json()["message"].startswith("Invalid request: query.timeout_ms")
     assert herder.leave_timeouts == []
+
+
+def test_a_hand_off_nobody_can_take_answers_409_with_the_reason(
+    client: TestClient, herder: FakeHerder
+) -> None:
+    herder.hand_off_refusal = "alone in the group: nobody to hand 2 tasks to"
+    answer = client.post("/admin/leave-group")
+    assert answer.status_code == 409
+    assert answer.json() == {
+        "error_code": 409,
+        "message": "alone in the group: nobody to hand 2 tasks to",
+    }
