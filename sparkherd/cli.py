@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
 import os
 import signal
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from worker.config import WorkerConfig
 
 log = logging.getLogger("sparkherd")
+
+EXIT_STALL_S = 10
+"""A worker still running this long after its service stopped dumps its threads' stacks."""
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -188,6 +192,9 @@ async def _serve(config: WorkerConfig, rest_security: RestSecurity) -> None:
     service = WorkerService(config, rest_security)
     install_stop_signals(service)
     await service.run()
+    # Whatever still holds the process once the service has stopped (asyncio.run joins
+    # the threads of its default executor) shows up in the log as thread stacks.
+    faulthandler.dump_traceback_later(EXIT_STALL_S)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import signal
@@ -172,10 +173,21 @@ class WorkerService:
             if self._stop.is_set():
                 await self._hand_off()
             log.info("stopping: tasks first, then the group, then REST")
+            marks = [time.monotonic()]
             await self.herder.stop()
+            marks.append(time.monotonic())
             server.should_exit = True
             await asyncio.gather(serving, return_exceptions=True)
+            marks.append(time.monotonic())
             await asyncio.to_thread(self._spark.stop)
+            marks.append(time.monotonic())
+            herder_s, rest_s, spark_s = (b - a for a, b in itertools.pairwise(marks))
+            log.info(
+                "stopped: tasks and group %.1f s, REST %.1f s, Spark %.1f s",
+                herder_s,
+                rest_s,
+                spark_s,
+            )
         for task in (herding, serving):
             if task.done() and not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
