@@ -153,7 +153,7 @@ def _run_worker(args: argparse.Namespace) -> int:
 
     config = load_worker_config(args.config, os.environ, args.set)
     rest_security = RestSecurity.from_config(config)
-    asyncio.run(_serve(config, rest_security))
+    _serve_to_the_end(config, rest_security)
     return 0
 
 
@@ -176,8 +176,16 @@ def _run_up(args: argparse.Namespace) -> int:
     rest_security = RestSecurity.from_config(config)
     engine = broker_engine(args.broker, data_dir / "kafka")
     with EmbeddedBroker(port=args.broker_port, log_file=data_dir / "broker.log", engine=engine):
-        asyncio.run(_serve(config, rest_security))
+        _serve_to_the_end(config, rest_security)
     return 0
+
+
+def _serve_to_the_end(config: WorkerConfig, rest_security: RestSecurity) -> None:
+    """Run the worker until it has stopped and asyncio has joined its threads. A thread
+    that holds the process after the service stopped shows up in the log as thread
+    stacks; what runs afterwards (`up` stopping its broker) is not the worker's."""
+    asyncio.run(_serve(config, rest_security))
+    faulthandler.cancel_dump_traceback_later()
 
 
 async def _serve(config: WorkerConfig, rest_security: RestSecurity) -> None:
@@ -192,8 +200,7 @@ async def _serve(config: WorkerConfig, rest_security: RestSecurity) -> None:
     service = WorkerService(config, rest_security)
     install_stop_signals(service)
     await service.run()
-    # Whatever still holds the process once the service has stopped (asyncio.run joins
-    # the threads of its default executor) shows up in the log as thread stacks.
+    # asyncio.run joins the threads of its default executor after this returns.
     faulthandler.dump_traceback_later(EXIT_STALL_S)
 
 
