@@ -166,6 +166,8 @@ class SparkTaskRuntime:
         self._monitor_interval_s = monitor_interval_s
         self._runs: dict[ConnectorTaskId, _TaskRun] = {}
         self._monitor: asyncio.Task[None] | None = None
+        self._monitor_wake = asyncio.Event()
+        """Set by `stop_all`: the monitor's next look is its last."""
         self._halts: set[asyncio.Task[None]] = set()
         self._progress: dict[ConnectorTaskId, TaskProgress] = {}
         self.startups = StartupCounts()
@@ -340,11 +342,17 @@ class SparkTaskRuntime:
             log.exception("Stopping the query of task %s failed", task_id)
 
     async def stop_all(self) -> None:
+        """Stops every task, then lets the monitor finish the look it may be taking.
+
+        Cancelling the monitor would not stop the thread of its look: a py4j call still in
+        flight when the worker then stops Spark answered only 35-45 s later, and the
+        interpreter waited for it at exit (pods stopped in 40 s instead of 1)."""
         await asyncio.gather(*(self.stop_task(task_id) for task_id in list(self._runs)))
-        if self._monitor is not None:
-            self._monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._monitor
+        monitor = self._monitor
+        if monitor is not None:
+            self._monitor_wake.set()
+            await asyncio.gather(monitor, return_exceptions=True)
+            self._monitor_wake.clear()
 
     def _ensure_monitor(self) -> None:
         if self._monitor is None:
@@ -355,7 +363,10 @@ class SparkTaskRuntime:
         RUNNING."""
         try:
             while self.running():
-                await asyncio.sleep(self._monitor_interval_s)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._monitor_wake.wait(), self._monitor_interval_s)
+                if not self.running():
+                    return
                 watched = {
                     t: run for t, run in self._runs.items() if run.status.state is TaskState.RUNNING
                 }

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic import BaseModel, Field
@@ -17,7 +19,7 @@ from pyspark.sql import functions as F
 from protocol.messages import ConnectorTaskId
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until, wait_until_async
-from worker import spark_warm_up
+from worker import spark_task_runtime, spark_warm_up
 from worker.connectors.generator import GeneratorConnector
 from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector, Task, TaskContext, parse_config
@@ -399,3 +401,35 @@ def test_the_warm_up_runs_one_streaming_batch_and_leaves_nothing_behind(
     assert "FileSink" in batch["sink"]["description"]
     assert not spark.streams.active
     assert list(scratch_root.iterdir()) == []
+
+
+async def test_stopping_all_lets_the_monitors_look_in_flight_finish_first(
+    runtime: tuple[SparkTaskRuntime, StateLog],
+    spark_provider: SparkSessionProvider,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A look still in a py4j call when the worker then stops Spark answered 35-45 s
+    later, and the interpreter waited for it at exit: `stop_all` must outlast it."""
+    task_runtime, _ = runtime
+    spark = spark_provider.get()
+    entered, finished = threading.Event(), threading.Event()
+    real_progress = spark_task_runtime._progress
+
+    def slow_look(
+        launches: Mapping[ConnectorTaskId, Any], seen: Mapping[ConnectorTaskId, Any]
+    ) -> dict[ConnectorTaskId, Any]:
+        entered.set()
+        try:
+            wait_until(lambda: not spark.streams.active, WAIT_S, what="the queries to stop")
+            time.sleep(1.0)
+            return real_progress(launches, seen)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(spark_task_runtime, "_progress", slow_look)
+    config = generator_config(tmp_path / "out", tasks=1)
+    await task_runtime.start_task(ConnectorTaskId("gen", 0), config, config, GENERATION)
+    await wait_until_async(entered.is_set, WAIT_S, what="the monitor to take a look")
+    await task_runtime.stop_all()
+    assert finished.is_set()
