@@ -23,7 +23,9 @@ class AssignmentStep:
     both are done. `rejoin` means join again at once (after the stops); `catch_up` means
     read the config topic to its end first. `version` is the protocol version of the next
     subscription and `group_version` the version the group now runs (None: unchanged).
-    `delay_ms` > 0 is the leader's scheduled rebalance (KIP-415).
+    `delay_ms` > 0 is the leader's scheduled rebalance (KIP-415). `await_release` is the
+    part of `start` whose previous owner gives it up in the same round: each of it starts
+    once that owner has released it.
     """
 
     stop: Allocation
@@ -34,6 +36,7 @@ class AssignmentStep:
     version: int
     group_version: int | None
     delay_ms: int
+    await_release: Allocation = EMPTY_ALLOCATION
 
     @property
     def accepted(self) -> bool:
@@ -72,6 +75,7 @@ def apply_assignment(
         version=new_version,
         group_version=assignment.version,
         delay_ms=max(0, assignment.delay_ms),
+        await_release=assignment.awaiting_release.intersection(start),
     )
 
 

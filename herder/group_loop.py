@@ -341,7 +341,7 @@ class GroupLoop:
             self._rejoin.set()
         if not step.accepted:
             return
-        self._work.start(step.start)
+        self._work.start(step.start, step.await_release)
         if self._planner is not None:
             self._work.mark_unassigned(self._planner.unplaced)
         self._rejoin_at = self._clock() + step.delay_ms / 1000 if step.delay_ms > 0 else None

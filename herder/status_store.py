@@ -30,7 +30,14 @@ class Status:
     started_at: str | None = None
 
     def supersedes(self, older: Status) -> bool:
-        return self.generation >= older.generation or self.worker_id == older.worker_id
+        """A worker's own word, or one from a generation at least as new. A task handed
+        over in the round that revokes it is stopped and started in one generation: the
+        old owner's UNASSIGNED, written late, must not hide the new owner's state."""
+        if self.worker_id == older.worker_id:
+            return True
+        if self.state is TaskState.UNASSIGNED:
+            return self.generation > older.generation
+        return self.generation >= older.generation
 
 
 class StatusStore:

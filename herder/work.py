@@ -65,6 +65,8 @@ class LocalWork:
         self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
         self._connector_targets: dict[str, TargetState] = {}
         self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
+        self._awaiting_release: set[ConnectorTaskId] = set()
+        """Starts waiting for the previous owner's release: a revocation cancels them."""
         self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
         self._status_writer: asyncio.Task[None] | None = None
         self.connector_startups = StartupCounts()
@@ -74,15 +76,19 @@ class LocalWork:
 
     # -- starting and stopping -------------------------------------------------------------
 
-    def start(self, assigned: Allocation) -> None:
+    def start(self, assigned: Allocation, await_release: Allocation = EMPTY_ALLOCATION) -> None:
         """Start in the background: a Spark query can take seconds to start under load, and
-        the group loop must stay free to rejoin the next rebalance meanwhile."""
+        the group loop must stay free to rejoin the next rebalance meanwhile. The tasks of
+        `await_release` start once their previous owner has released them."""
         snapshot = self._configs.snapshot()
         self.owned = self.owned.union(assigned)
         for connector in sorted(assigned.connectors):
             self._start_connector(connector, snapshot)
         for task in sorted(assigned.tasks):
-            starting = asyncio.create_task(self._start_task(task, snapshot), name=f"start-{task}")
+            starting = asyncio.create_task(
+                self._start_task(task, snapshot, await_release=task in await_release.tasks),
+                name=f"start-{task}",
+            )
             self._starting[task] = starting
             starting.add_done_callback(partial(self._started, task))
 
@@ -94,7 +100,12 @@ class LocalWork:
         if revoked.is_empty():
             return
         self.owned = self.owned.minus(revoked)
-        await asyncio.gather(*(self._starting[t] for t in revoked.tasks if t in self._starting))
+        for task in revoked.tasks & self._awaiting_release:
+            self._starting[task].cancel()
+        await asyncio.gather(
+            *(self._starting[t] for t in revoked.tasks if t in self._starting),
+            return_exceptions=True,
+        )
         held = self._runtime.held()
         await asyncio.gather(
             *(self._runtime.stop_task(t) for t in sorted(revoked.tasks) if t in held)
@@ -136,9 +147,15 @@ class LocalWork:
         self.connector_startups.successes += 1
         self._report(name, CONNECTOR_STATE[target])
 
-    async def _start_task(self, task: ConnectorTaskId, snapshot: ConfigSnapshot) -> None:
+    async def _start_task(
+        self, task: ConnectorTaskId, snapshot: ConfigSnapshot, *, await_release: bool = False
+    ) -> None:
         """Starts only work this worker still owns: a restart or reconfiguration that
-        began before a revocation must not outlive it."""
+        began before a revocation must not outlive it.
+
+        A task handed over in the round that revokes it (`await_release`) starts once its
+        previous owner has released it; not released in time, it starts all the same, and
+        its claim fences the old owner's query (`worker.task_claims`)."""
         task_config = snapshot.task_config(task)
         connector_config = snapshot.connectors.get(task.connector)
         if task_config is None or connector_config is None or task not in self.owned.tasks:
@@ -147,6 +164,14 @@ class LocalWork:
         if snapshot.target_state(task.connector) is TargetState.PAUSED:
             self._report(task, TaskState.PAUSED)
             return
+        if await_release:
+            self._awaiting_release.add(task)
+            try:
+                released = await self._runtime.await_release(task)
+            finally:
+                self._awaiting_release.discard(task)
+            if not released:
+                log.warning("%s was not released in time by its previous owner; claiming it", task)
         await self._runtime.start_task(task, connector_config, task_config, self._generation())
 
     # -- following the config topic --------------------------------------------------------

@@ -9,11 +9,13 @@ highest supported version, so even a reader older than every layer learns both.
                        ConfigOffset:int64
                  v1 => v0 Allocation                       (current allocation, KIP-415)
                  v2 => v1 InstanceId:nullable string Leaving:int8 (0 or 1)
+                 v3 => v2                                   (no new fields)
 
     Assignment   v0 => Version:int16 LeaderMaxVersion:int16 Error:int16 LeaderId:string
                        LeaderUrl:string ConfigOffset:int64 Assigned:Allocation
                  v1 => v0 Revoked:Allocation DelayMs:int32  (KIP-415)
                  v2 => v1                                   (no new fields)
+                 v3 => v2 AwaitingRelease:Allocation        (same-round hand-over)
 
 `Allocation` is described in `protocol.allocation_format`. A value written in a version that
 lacks some of its fields is written without them (an eager v0 assignment has nothing
@@ -91,6 +93,7 @@ def _read_nothing(reader: Reader, value: T) -> T:
     return value
 
 
+NO_NEW_FIELDS_SUBSCRIPTION: Layer[Subscription] = Layer(_write_nothing, _read_nothing)
 NO_NEW_FIELDS_ASSIGNMENT: Layer[Assignment] = Layer(_write_nothing, _read_nothing)
 
 
@@ -167,6 +170,17 @@ def _read_assignment_v1(reader: Reader, assignment: Assignment) -> Assignment:
     return replace(assignment, revoked=revoked, delay_ms=delay_ms)
 
 
+def _write_assignment_v3(writer: Writer, assignment: Assignment) -> None:
+    write_allocation(writer, assignment.awaiting_release, "awaiting_release")
+
+
+def _read_assignment_v3(reader: Reader, assignment: Assignment) -> Assignment:
+    awaiting = read_allocation(reader, "awaiting_release")
+    if not awaiting.tasks <= assignment.assigned.tasks or awaiting.connectors:
+        raise reader.error("awaiting_release must be tasks of the assignment")
+    return replace(assignment, awaiting_release=awaiting)
+
+
 def _subscription_header(sub: Subscription) -> tuple[int, int]:
     return sub.version, sub.max_version
 
@@ -192,6 +206,7 @@ CURRENT_LAYOUT = Layout(
             Layer(_write_subscription_v0, _read_subscription_v0),
             Layer(_write_subscription_v1, _read_subscription_v1),
             Layer(_write_subscription_v2, _read_subscription_v2),
+            NO_NEW_FIELDS_SUBSCRIPTION,
         ),
     ),
     assignment=MessageFormat(
@@ -202,6 +217,7 @@ CURRENT_LAYOUT = Layout(
             Layer(_write_assignment_v0, _read_assignment_v0),
             Layer(_write_assignment_v1, _read_assignment_v1),
             NO_NEW_FIELDS_ASSIGNMENT,
+            Layer(_write_assignment_v3, _read_assignment_v3),
         ),
     ),
 )

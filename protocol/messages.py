@@ -113,6 +113,10 @@ class Assignment:
     assigned: Allocation = EMPTY_ALLOCATION
     revoked: Allocation = EMPTY_ALLOCATION
     delay_ms: int = 0
+    awaiting_release: Allocation = EMPTY_ALLOCATION
+    """The part of `assigned` that another member gives up in this same round (v3+):
+    start each of it only once its previous owner has released it (see
+    `worker.task_claims`), so the hand-over costs no second round."""
 
     @property
     def failed(self) -> bool:

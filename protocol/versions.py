@@ -4,6 +4,7 @@ Versions only ever append fields (see `protocol.layout`), so any reader can read
 payload up to the fields it knows. v0 is eager: full assignments, nothing revoked, no
 allocation in subscriptions. v1 adds KIP-415's incremental cooperative fields (current
 allocation, revoked, scheduled delay). v2 adds the static instance id and the leaving flag.
+v3 adds the tasks an assignment hands over in the round that revokes them.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ lists, so versions are negotiated inside the metadata instead (KIP-268)."""
 
 EAGER_VERSION = 0
 FIRST_COOPERATIVE_VERSION = 1
-CURRENT_VERSION = 2
+CURRENT_VERSION = 3
 LEAVING_FLAG_VERSION = 2
 """The first version whose subscription can say that a member is leaving (a hand-off)."""
+SAME_ROUND_HAND_OVER_VERSION = 3
+"""The first version whose members wait for a task's release before they start it, so a
+leader may assign a task in the round that revokes it (`Assignment.awaiting_release`)."""
 
 
 class ConnectProtocol(StrEnum):

@@ -31,7 +31,7 @@ from worker.connector_configs import RegistryPlugins
 from worker.log_setup import working_on
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
-from worker.task_claims import Claim, claim
+from worker.task_claims import Claim, claim, is_released
 from worker.task_progress import TaskProgress, batch_id, fold_progress
 from worker.task_state import StartupCounts, TaskState, TaskStatus
 
@@ -42,6 +42,7 @@ __all__ = ["SparkTaskRuntime", "StateListener", "TaskState", "TaskStatus", "desc
 
 SCHEDULER_POOL_PROPERTY: Final = "spark.scheduler.pool"
 MONITOR_INTERVAL_S: Final = 1.0
+RELEASE_POLL_S: Final = 0.05
 STOPPED_BY_ITSELF: Final = "The task's Spark query stopped although the worker did not stop it"
 
 StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
@@ -85,6 +86,13 @@ class TaskFencedError(RuntimeError):
 class _Launched:
     query: StreamingQuery
     claim: Claim
+
+
+def stop_and_release(launched: _Launched, wait_s: float) -> None:
+    """Blocking: stop the query (`stop_between_batches`), then release its claim, so the
+    task's next owner may start it at once."""
+    stop_between_batches(launched.query, wait_s)
+    launched.claim.release()
 
 
 def _ended(
@@ -289,6 +297,9 @@ class SparkTaskRuntime:
         spark_context.addJobTag(job_tag(task_id))
         try:
             query = task.start(spark, context)
+        except BaseException:
+            owned.release()
+            raise
         finally:
             spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, None)
             spark_context.clearJobTags()
@@ -297,6 +308,20 @@ class SparkTaskRuntime:
             query.stop()
             raise TaskFencedError(task_id, holder)
         return _Launched(query, owned)
+
+    async def await_release(self, task_id: ConnectorTaskId) -> bool:
+        """Until the task's newest claim is released (`worker.task_claims`): its previous
+        owner gives it up in this same round and releases it once its query has stopped.
+        At most twice `task.shutdown.graceful.timeout.ms`, the bound of that owner's stop
+        plus as much again for its news of the round (a crashed owner never releases)."""
+        directory = checkpoint_dir_for(self._checkpoint_root, task_id.connector, task_id.task)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 2 * self._shutdown_timeout_s
+        while not await asyncio.to_thread(is_released, directory):
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(RELEASE_POLL_S)
+        return True
 
     async def stop_task(self, task_id: ConnectorTaskId) -> None:
         """Stop the task's query and forget the task; reports it UNASSIGNED.
@@ -335,9 +360,7 @@ class SparkTaskRuntime:
         except Exception:
             return
         try:
-            await asyncio.to_thread(
-                stop_between_batches, launched.query, self._shutdown_timeout_s / 2
-            )
+            await asyncio.to_thread(stop_and_release, launched, self._shutdown_timeout_s / 2)
         except Exception:
             log.exception("Stopping the query of task %s failed", task_id)
 

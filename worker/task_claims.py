@@ -8,6 +8,12 @@ an exclusive create, so two workers can never hold the same epoch, and the newes
 names the owner. A query whose claim is no longer the newest is fenced: the runtime stops
 it and refuses to start it.
 
+A claim is also *released* when its run has stopped (`Claim.release`: a marker beside the
+claim file). That is how a task moves in one round: the leader hands it to its next owner
+in the round that revokes it, and the next owner starts it once the newest claim is
+released (`is_released`), with no second round between them. The marker never replaces
+the claim: a zombie of the releasing worker is still fenced by the next claim.
+
 Epochs count claims, not group generations: a group's generation starts again at 1 when
 the whole group is recreated (a broker without persistence, a group that expired), while
 a checkpoint outlives it. Each claim also carries a random token, so a checkpoint that was
@@ -27,6 +33,7 @@ from typing import Final
 CLAIMS_DIR: Final = "claims"
 KEPT_CLAIMS: Final = 8
 """Older claim files are removed; only the newest number matters."""
+RELEASED_SUFFIX: Final = ".released"
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,15 @@ class Claim:
             f"worker {holder.get('worker_id', '?')} (epoch {newest}, "
             f"generation {holder.get('generation', '?')})"
         )
+
+    def release(self) -> None:
+        """Say that this claim's run has stopped for good: written after its query ended,
+        so that a worker waiting in `is_released` may claim the task at once."""
+        fd = os.open(_released_marker(self.directory, self.epoch), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def encode(self) -> str:
         """For code that commits outside the driver (a sink's executor-side writer), which
@@ -102,8 +118,20 @@ def claim(
         return Claim(directory, epoch, token, worker_id, generation)
 
 
+def is_released(checkpoint_dir: Path) -> bool:
+    """Whether nobody holds the task whose checkpoint is `checkpoint_dir`: it was never
+    claimed, or its newest claim was released."""
+    directory = checkpoint_dir / CLAIMS_DIR
+    newest = _newest_epoch(directory)
+    return newest is None or _released_marker(directory, newest).exists()
+
+
 def _name(epoch: int) -> str:
     return f"{epoch:012d}"
+
+
+def _released_marker(directory: Path, epoch: int) -> Path:
+    return directory / f"{_name(epoch)}{RELEASED_SUFFIX}"
 
 
 def _epochs(directory: Path) -> list[int]:
@@ -131,3 +159,4 @@ def _prune(directory: Path, newest: int) -> None:
     for epoch in _epochs(directory):
         if epoch <= newest - KEPT_CLAIMS:
             (directory / _name(epoch)).unlink(missing_ok=True)
+            _released_marker(directory, epoch).unlink(missing_ok=True)

@@ -5,12 +5,14 @@ that announces it leaves for good hands its work over at once; a worker that com
 under the same identity (instance id, else URL) during the delay gets its own work back
 immediately instead of when the delay expires (`identity_aware=False` keeps KIP-415).
 
-Hand-off of a leaving worker's work is deliberately not done in the same round: the new
-owner would start an item while the leaving worker may still be stopping it (sync
+Up to v2, hand-off of a leaving worker's work is deliberately not done in the same round:
+the new owner would start an item while the leaving worker may still be stopping it (sync
 responses arrive in any order). The leaving worker gets everything revoked with no delay;
 it rejoins at once because it had revocations, which starts the next round at once, and
 there the work, no longer reported by anyone, goes to the owners chosen the round before.
-No wait for `scheduled.rebalance.max.delay.ms`, and no second revocation round.
+No wait for `scheduled.rebalance.max.delay.ms`, and no second revocation round. From v3
+on, every member waits for a task's release before it starts it, so a task moves in the
+round that revokes it (see `herder.assignor.planner`): the next round is not on the path.
 """
 
 from __future__ import annotations

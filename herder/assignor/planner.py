@@ -5,6 +5,12 @@ round reports running it. Anything that must move while running (balance, duplic
 member leaving for good) is revoked in this round and assigned in the next one, to the
 member remembered as its hand-off target; the revoking member rejoins at once, so the
 next round follows immediately.
+
+From v3 on, a task that exactly one member reports is handed over in the round that
+revokes it, marked `awaiting_release`: its new owner starts it once the old one has
+released it (`worker.task_claims`), so the happens-before goes through the task's
+checkpoint instead of a second round. Connectors and tasks reported twice still wait for
+the next round.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from herder.assignor.reports import GroupReports, MemberReport
 from herder.assignor.snapshot import GroupRound, HandedOver
 from herder.assignor.triage import Triage, Verdict
 from protocol.messages import Allocation, Assignment, ConnectorTaskId
+from protocol.versions import SAME_ROUND_HAND_OVER_VERSION
 
 _NOTHING: frozenset[int] = frozenset()
 
@@ -307,18 +314,24 @@ class RoundPlanner:
         i = self._index[member]
         final = self._model.tasks[i]
         busy_tasks = self._reports.running_tasks
+        hand_over_now = self._round.version >= SAME_ROUND_HAND_OVER_VERSION
         assigned: list[ConnectorTaskId] = []
+        awaiting: list[ConnectorTaskId] = []
         for connector, numbers in final.items():
             reported = report.tasks.get(connector)
             if reported is not None and numbers == reported:
                 continue
             fresh = numbers - reported if reported else numbers
             busy = busy_tasks.get(connector, _NOTHING)
+            twice = self._reports.duplicate_tasks.get(connector, _NOTHING)
             for task in fresh:
-                if task in busy:
-                    outcome.task_handoffs.setdefault(connector, {})[task] = member
-                else:
+                if task not in busy:
                     assigned.append(ConnectorTaskId(connector, task))
+                elif hand_over_now and task not in twice:
+                    assigned.append(ConnectorTaskId(connector, task))
+                    awaiting.append(ConnectorTaskId(connector, task))
+                else:
+                    outcome.task_handoffs.setdefault(connector, {})[task] = member
         revoked: list[ConnectorTaskId] = []
         for connector, reported in report.tasks.items():
             remaining = final.get(connector)
@@ -347,6 +360,7 @@ class RoundPlanner:
             assigned=Allocation(frozenset(new_connectors), frozenset(assigned)),
             revoked=Allocation(frozenset(lost_connectors), frozenset(revoked)),
             delay_ms=self._delay_ms,
+            awaiting_release=Allocation(tasks=frozenset(awaiting)),
         )
 
     def _remember(self, outcome: _Outcome, pacing: RevocationPacing) -> LeaderMemory:

@@ -11,6 +11,7 @@ def reply(
     assigned: Allocation = EMPTY_ALLOCATION,
     revoked: Allocation = EMPTY_ALLOCATION,
     delay_ms: int = 0,
+    awaiting_release: Allocation = EMPTY_ALLOCATION,
 ) -> Assignment:
     return Assignment(
         version=round.version,
@@ -22,6 +23,7 @@ def reply(
         assigned=assigned,
         revoked=revoked,
         delay_ms=delay_ms,
+        awaiting_release=awaiting_release,
     )
 
 

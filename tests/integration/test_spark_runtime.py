@@ -403,6 +403,54 @@ def test_the_warm_up_runs_one_streaming_batch_and_leaves_nothing_behind(
     assert list(scratch_root.iterdir()) == []
 
 
+async def test_a_task_handed_over_in_one_round_starts_once_its_owner_released_it(
+    runtime: tuple[SparkTaskRuntime, StateLog],
+    spark_provider: SparkSessionProvider,
+    tmp_path: Path,
+) -> None:
+    """Two workers' runtimes on one session: the next owner waits while the old one runs
+    the task, starts right after its stop, and the output stays exactly-once."""
+    old_owner, _ = runtime
+    checkpoints = tmp_path / "checkpoints"
+    registry = PluginRegistry([GeneratorConnector])
+    new_owner = SparkTaskRuntime(
+        spark_provider,
+        plugins_for(registry, checkpoints, spark_provider.get),
+        checkpoints,
+        "127.0.0.1:8084",
+        SHUTDOWN_TIMEOUT_MS,
+        StateLog(),
+        monitor_interval_s=MONITOR_INTERVAL_S,
+    )
+    output = tmp_path / "out"
+    config = generator_config(output, tasks=1)
+    task = ConnectorTaskId("gen", 0)
+    await old_owner.start_task(task, config, config, GENERATION)
+    await wait_until_async(partial(committed_batches, output / "task-0"), WAIT_S, what="a batch")
+
+    waiting = asyncio.create_task(new_owner.await_release(task))
+    # Part of the scenario, not a wait: the next owner must still wait after this long.
+    await asyncio.sleep(1.0)
+    assert not waiting.done()
+    await old_owner.stop_task(task)
+    assert await asyncio.wait_for(waiting, 5.0)
+    try:
+        await new_owner.start_task(task, config, config, GENERATION)
+        assert new_owner.running() == {task}
+        handed_at = committed_batches(output / "task-0")
+        await wait_until_async(
+            partial(committed_batches, output / "task-0"),
+            WAIT_S,
+            what="the next owner to commit two batches",
+            until=lambda batches: batches >= handed_at + 2,
+        )
+    finally:
+        await new_owner.stop_all()
+    committed = await asyncio.to_thread(committed_seqs, spark_provider.get(), output / "task-0")
+    seqs = [seq for _, seq in committed]
+    assert seqs == list(range(len(seqs)))
+
+
 async def test_stopping_all_lets_the_monitors_look_in_flight_finish_first(
     runtime: tuple[SparkTaskRuntime, StateLog],
     spark_provider: SparkSessionProvider,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from protocol.messages import Allocation, Assignment, ConnectorTaskId
+from protocol.versions import CURRENT_VERSION
 from tests.simulation.config_log import ConfigLog, Item
 from tests.simulation.coordinator import GroupCoordinator, JoinedGroup, Phase, Timeouts
 from tests.simulation.events import EventLoop
@@ -48,9 +49,12 @@ class SimCluster:
         timeouts: Timeouts | None = None,
         startup_ms: int = 2_000,
         make_assignor: AssignorFactory | None = None,
+        release: int = CURRENT_VERSION,
     ) -> None:
-        """`make_assignor` replaces the assignors `rebalancing` implies (to test the checks)."""
+        """`make_assignor` replaces the assignors `rebalancing` implies (to test the checks);
+        `release` is the newest protocol version the workers' code knows."""
         self.rebalancing = rebalancing
+        self.release = release
         self.max_delay_ms = max_delay_ms
         self.timeouts = timeouts or Timeouts()
         self.loop = EventLoop()
@@ -78,9 +82,12 @@ class SimCluster:
     def now_ms(self) -> int:
         return self.loop.now_ms
 
-    def join(self, *names: str, rebalancing: Rebalancing | None = None) -> None:
+    def join(
+        self, *names: str, rebalancing: Rebalancing | None = None, release: int | None = None
+    ) -> None:
         """Start new workers, or restart stopped ones under the same identity, in
-        `rebalancing` (default: the cluster's mode) to mix protocol versions."""
+        `rebalancing` (default: the cluster's mode) and of `release` (default: the
+        cluster's), to mix protocol versions."""
         self.guard.disturb()
         for name in names:
             if name not in self.workers:
@@ -90,6 +97,7 @@ class SimCluster:
             if worker.alive:
                 raise ValueError(f"{name} is already running")
             worker.rebalancing = rebalancing or self.rebalancing
+            worker.release = release or self.release
             worker.start()
 
     def leave(self, name: str) -> None:

@@ -2,8 +2,9 @@
 
 1. No item runs on two workers at the same instant: checked by the ledger at every start.
 2. Once the group has been quiet for longer than the delay, every configured item runs
-   exactly once and the load is balanced (connectors, tasks, and each connector's tasks
-   differ by at most one between workers): `check_quiet_state`.
+   exactly once, no hand-over still waits for a release, and the load is balanced
+   (connectors, tasks, and each connector's tasks differ by at most one between
+   workers): `check_quiet_state`.
 3. A change that does not concern an item never stops it: `StabilityGuard`. While the
    group is settled, the only change that does not disturb the balance is adding a
    connector, and it concerns only that connector's items; membership changes,
@@ -46,7 +47,10 @@ def balance_problems(allocations: Mapping[str, set[Item]]) -> list[str]:
 def check_quiet_state(
     configured: set[Item], ledger: RunLedger, allocations: Mapping[str, set[Item]]
 ) -> None:
-    """With no worker left nothing can run, and nothing may."""
+    """With no worker left nothing can run, and nothing may; nor may a hand-over still
+    wait for a release that a quiet group will never make."""
+    if ledger.waiting:
+        raise InvariantViolation(f"quiet group: still waiting for releases {ledger.waiting}")
     running = set(ledger.owners)
     if not allocations:
         configured = set()

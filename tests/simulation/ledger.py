@@ -47,6 +47,7 @@ class RunLedger:
         self._idle_item_ms = 0
         self._since_ms = 0
         self.on_stop: Callable[[Stop], None] | None = None
+        self._waiters: dict[Item, tuple[str, Callable[[Item], None]]] = {}
 
     @property
     def downtime_s(self) -> float:
@@ -70,6 +71,28 @@ class RunLedger:
             self._loop.now_ms + self._startup_ms, lambda: self._serve(item), activity=False
         )
 
+    def when_released(self, item: Item, worker: str, start: Callable[[Item], None]) -> None:
+        """`worker` starts `item` through `start` once nobody runs it: at once if nobody
+        does now, else when its owner stops it (its claim's release). A second waiter for
+        one item means two workers were handed it at once, which no round may do."""
+        if item not in self.owners:
+            start(item)
+            return
+        if item in self._waiters:
+            raise InvariantViolation(
+                f"t={self._loop.now_ms}ms: {worker} and {self._waiters[item][0]} both wait "
+                f"for {item}"
+            )
+        self._waiters[item] = (worker, start)
+
+    def forget_waiter(self, item: Item, worker: str) -> None:
+        if self._waiters.get(item, ("",))[0] == worker:
+            del self._waiters[item]
+
+    @property
+    def waiting(self) -> dict[Item, str]:
+        return {item: worker for item, (worker, _) in self._waiters.items()}
+
     def stop(self, item: Item, worker: str, cause: str) -> None:
         self._account()
         del self.owners[item]
@@ -83,6 +106,9 @@ class RunLedger:
             self._idle += item in self._configured
         if self.on_stop is not None:
             self.on_stop(Stop(self._loop.now_ms, item, worker, cause))
+        waiter = self._waiters.pop(item, None)
+        if waiter is not None:
+            waiter[1](item)
 
     def _serve(self, item: Item) -> None:
         self._account()

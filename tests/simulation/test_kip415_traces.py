@@ -64,7 +64,8 @@ def test_first_member_joins_and_gets_everything(rebalancing: Rebalancing) -> Non
 def test_non_first_members_join_and_the_leader_revokes_then_hands_over(
     rebalancing: Rebalancing,
 ) -> None:
-    cluster = SimCluster(rebalancing, max_delay_ms=DELAY)
+    """KIP-415's own protocol (v2 here): the revoked work is handed over a round later."""
+    cluster = SimCluster(rebalancing, max_delay_ms=DELAY, release=2)
     revoking, handing = run_script(cluster, TRACES["non-first members join"])[-1].rounds
     assert revoking.leader == handing.leader == "W1"
     assert revoking.reported["W1"] == items_of(cluster)
@@ -76,6 +77,25 @@ def test_non_first_members_join_and_the_leader_revokes_then_hands_over(
     assert all(a.revoked.is_empty() and a.delay_ms == 0 for a in handing.answers.values())
     assert handing.answers["W1"].assigned.is_empty()
     assert started_in(handing, "W2", "W3") == w1.revoked
+    assert sorted(len(cluster.workers[w].running) for w in ("W1", "W2", "W3")) == [1, 2, 2]
+
+
+@pytest.mark.parametrize("rebalancing", COOPERATIVE)
+def test_from_v3_the_revoked_tasks_are_handed_over_in_the_revoking_round(
+    rebalancing: Rebalancing,
+) -> None:
+    """The same trace at v3: the tasks W1 gives up go to W2 and W3 in the round that
+    revokes them, each to start once W1 has stopped it; the connector still moves a
+    round later, and nothing ever runs twice (the ledger checks every start)."""
+    cluster = SimCluster(rebalancing, max_delay_ms=DELAY)
+    revoking, handing = run_script(cluster, TRACES["non-first members join"])[-1].rounds
+    w1 = revoking.answers["W1"]
+    assert (len(w1.revoked.connectors), len(w1.revoked.tasks)) == (1, 2)
+    handed = started_in(revoking, "W2", "W3")
+    assert handed.tasks == w1.revoked.tasks and not handed.connectors
+    awaiting = [revoking.answers[w].awaiting_release for w in ("W2", "W3")]
+    assert awaiting[0].union(awaiting[1]) == handed
+    assert started_in(handing, "W2", "W3") == Allocation(w1.revoked.connectors)
     assert sorted(len(cluster.workers[w].running) for w in ("W1", "W2", "W3")) == [1, 2, 2]
 
 

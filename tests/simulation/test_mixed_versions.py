@@ -3,14 +3,15 @@
 The versions are the real negotiation's (`protocol.negotiation` through the leader
 planner and the apply core): one eager worker takes the whole group down to v0, first
 through a round that hands out nothing (cooperative members still run their work), and
-once it is gone the group goes back up to v2. The ledger checks at every start that no
-item runs twice; `settle` checks that the group converges.
+once it is gone the group goes back up to the newest version. The ledger checks at every
+start that no item runs twice; `settle` checks that the group converges.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from protocol.versions import CURRENT_VERSION
 from tests.simulation.cluster import RoundRecord, SimCluster
 from tests.simulation.script import run_script
 from tests.simulation.worker import Rebalancing
@@ -43,9 +44,9 @@ def test_an_eager_worker_takes_a_cooperative_group_down_and_back_up() -> None:
 
     after_eager = len(cluster.rounds)
     run_script(cluster, "leave W4\nsettle")
-    assert versions(cluster.rounds[after_eager]) == {2}
-    assert group_versions(cluster) == {2}
-    assert {w.version for w in cluster.workers.values() if w.alive} == {2}
+    assert versions(cluster.rounds[after_eager]) == {CURRENT_VERSION}
+    assert group_versions(cluster) == {CURRENT_VERSION}
+    assert {w.version for w in cluster.workers.values() if w.alive} == {CURRENT_VERSION}
 
 
 @pytest.mark.parametrize("eager_leads", [True, False])
@@ -63,5 +64,25 @@ def test_a_mixed_group_converges_through_membership_changes(eager_leads: bool) -
     )
     *mixed, last = cluster.rounds
     assert all(versions(r) == {0} for r in mixed if "W0" in r.answers)
-    assert versions(last) == {2}
-    assert group_versions(cluster) == {2}
+    assert versions(last) == {CURRENT_VERSION}
+    assert group_versions(cluster) == {CURRENT_VERSION}
+
+
+def test_one_worker_of_the_previous_release_keeps_hand_overs_in_two_rounds() -> None:
+    """A v2 worker cannot wait for a release, so while it is in the group no task is
+    assigned in the round that revokes it; once it is gone, tasks move in one round."""
+    cluster = SimCluster(Rebalancing.IDENTITY_AWARE)
+    run_script(cluster, "join W1\nconnector A 6\nsettle")
+    before_v2 = len(cluster.rounds)
+    cluster.join("W2", release=2)
+    cluster.settle()
+    with_v2 = cluster.rounds[before_v2:]
+    assert len(with_v2) >= 2 and all(versions(r) == {2} for r in with_v2)
+    assert all(a.awaiting_release.is_empty() for r in with_v2 for a in r.answers.values())
+    assert len(cluster.workers["W2"].running) == 3
+
+    after_v2 = len(cluster.rounds)
+    run_script(cluster, "leave W2\nsettle\njoin W3\nsettle")
+    later = cluster.rounds[after_v2:]
+    assert versions(later[-1]) == {CURRENT_VERSION}
+    assert any(not a.awaiting_release.is_empty() for r in later for a in r.answers.values())

@@ -6,7 +6,10 @@ assignment it receives goes through `herder.apply.apply_assignment`; this module
 carries the decisions out in virtual time. Cooperative: it keeps running everything
 until the leader revokes it and rejoins at once after a revocation, or after `delay_ms`.
 Eager (the group runs v0): it stops everything before every join. Either way it starts
-and stops items only through the ledger.
+and stops items only through the ledger. A task handed over in the round that revokes it
+(v3, `awaiting_release`) is owned at once but started only when its previous owner has
+stopped it (`RunLedger.when_released`); the real worker's bound on that wait, after
+which its claim fences the old owner's query, is the runtime's and is not simulated.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from herder.leader import LeaderPlanner
 from herder.membership import JoinedMembers
 from protocol.codec import decode_assignment, encode_subscription
 from protocol.messages import Allocation, Assignment, Subscription
-from protocol.versions import EAGER_VERSION
+from protocol.versions import CURRENT_VERSION, EAGER_VERSION
 from tests.simulation.config_log import ConfigLog, Item
 from tests.simulation.coordinator import (
     GroupCoordinator,
@@ -38,10 +41,10 @@ class Rebalancing(Enum):
     KIP_415 = "cooperative (KIP-415)"
     IDENTITY_AWARE = "cooperative, identity-aware"
 
-    @property
-    def version(self) -> int:
-        """The highest protocol version a worker in this mode speaks."""
-        return EAGER_VERSION if self is Rebalancing.EAGER else 2
+    def version(self, release: int) -> int:
+        """The highest protocol version a worker in this mode speaks, in a release whose
+        newest version is `release`."""
+        return EAGER_VERSION if self is Rebalancing.EAGER else release
 
     @property
     def identity_aware(self) -> bool:
@@ -75,15 +78,19 @@ class SimWorker:
         self._env = env
         self.rebalancing = env.rebalancing
         """This worker's own mode: a group can mix versions, as during a rolling upgrade."""
+        self.release = CURRENT_VERSION
+        """The newest version this worker's code knows (an older release: a lower one)."""
         self.alive = False
         self.leaving = False
         self.member_id: str | None = None
         self.joining = False
         self.running: set[Item] = set()
+        self.awaiting: set[Item] = set()
+        """Owned, not started: handed over in the round that revokes them elsewhere."""
         self.config_offset = 0
-        self.version = self.rebalancing.version
+        self.version = self.max_version
         """The version of the next subscription; only an assignment changes it."""
-        self.group_version = self.rebalancing.version
+        self.group_version = self.max_version
         self._planner: LeaderPlanner | None = None
         self._led_generation: int | None = None
         self._last_assignment: tuple[Assignment, int] | None = None
@@ -94,7 +101,7 @@ class SimWorker:
 
     @property
     def max_version(self) -> int:
-        return self.rebalancing.version
+        return self.rebalancing.version(self.release)
 
     def start(self) -> None:
         """A fresh process: nothing running, no member id, no leader memory."""
@@ -181,9 +188,7 @@ class SimWorker:
         self.joining = False
         loop = self._env.loop
         self._last_assignment = (assignment, loop.now_ms)
-        step = apply_assignment(
-            assignment, _allocation(self.running), self.version, self.max_version
-        )
+        step = apply_assignment(assignment, self._owned(), self.version, self.max_version)
         self.version = step.version
         if step.catch_up:
             self._read_up_to(self._env.config.end)
@@ -194,11 +199,15 @@ class SimWorker:
         for item in _items(step.stop):
             self._stop(item, "revoked")
         for item in _items(step.start):
-            self.running.add(item)
-            self._env.ledger.start(item, self.name)
+            if item in step.await_release.tasks:
+                self.awaiting.add(item)
+                self._env.ledger.when_released(item, self.name, self._start_released)
+            else:
+                self.running.add(item)
+                self._env.ledger.start(item, self.name)
         if step.rejoin or (step.accepted and self.config_offset > assignment.config_offset):
             self._rejoin = loop.call_soon(self.join)
-        elif self.leaving and not self.running:
+        elif self.leaving and not self._owned().size():
             self.shut_down()
         elif step.delay_ms > 0:
             self._rejoin = loop.call_at(loop.now_ms + step.delay_ms, self.join)
@@ -229,9 +238,17 @@ class SimWorker:
             worker_id=self.name,
             url=self.url,
             config_offset=self.config_offset,
-            allocation=_allocation(self.running),
+            allocation=self._owned(),
             leaving=self.leaving,
         )
+
+    def _owned(self) -> Allocation:
+        return _allocation(self.running | self.awaiting)
+
+    def _start_released(self, item: Item) -> None:
+        self.awaiting.discard(item)
+        self.running.add(item)
+        self._env.ledger.start(item, self.name)
 
     def _schedule_heartbeat(self) -> None:
         loop = self._env.loop
@@ -261,10 +278,14 @@ class SimWorker:
         self._env.loop.cancel(self._heartbeat)
 
     def _stop_all(self, cause: str) -> None:
-        for item in sorted(self.running, key=str):
+        for item in sorted(self.running | self.awaiting, key=str):
             self._stop(item, cause)
 
     def _stop(self, item: Item, cause: str) -> None:
+        if item in self.awaiting:
+            self.awaiting.discard(item)
+            self._env.ledger.forget_waiter(item, self.name)
+            return
         self.running.discard(item)
         self._env.ledger.stop(item, self.name, cause)
 

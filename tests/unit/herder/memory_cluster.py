@@ -128,8 +128,12 @@ class RecordingRuntime:
 
     running: dict[ConnectorTaskId, Mapping[str, str]] = field(default_factory=dict)
     starts: list[ConnectorTaskId] = field(default_factory=list)
+    awaited: list[ConnectorTaskId] = field(default_factory=list)
+    """The starts that were to wait for the task's release by its previous owner."""
     stops: list[ConnectorTaskId] = field(default_factory=list)
     warm_ups: int = 0
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by default; a test clears it to hold starts that await a release."""
     warmed: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by default; a test clears it to hold the worker in its warm-up."""
     warm_up_error: Exception | None = None
@@ -138,6 +142,7 @@ class RecordingRuntime:
 
     def __post_init__(self) -> None:
         self.warmed.set()
+        self.released.set()
 
     async def start_task(
         self,
@@ -151,6 +156,11 @@ class RecordingRuntime:
         if self.on_state is not None:
             trace = self.failing.get(task_id)
             self.on_state(task_id, TaskState.RUNNING if trace is None else TaskState.FAILED, trace)
+
+    async def await_release(self, task_id: ConnectorTaskId) -> bool:
+        self.awaited.append(task_id)
+        await self.released.wait()
+        return True
 
     def fail(self, task_id: ConnectorTaskId, trace: str) -> None:
         """A running task's query dies (the Spark runtime's monitor reports it)."""

@@ -4,6 +4,9 @@ requests wait for the join, run in order, and the work follows the config topic.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,10 +14,11 @@ import pytest
 from herder.config_store import TargetState
 from herder.errors import ConnectorExists, InvalidConnectorConfig, NoHandOff
 from herder.group_loop import heartbeat_pause_s
+from herder.herder import DistributedHerder
 from herder.membership import HeartbeatOutcome
 from herder.requests import RequestTimedOut
 from herder.views import WorkerState
-from protocol.messages import ConnectorTaskId
+from protocol.messages import Allocation, ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
     BYSTANDER,
     LoneCoordinator,
@@ -182,3 +186,43 @@ async def test_a_departure_nobody_could_take_over_is_refused_at_once(tmp_path: P
             await asyncio.wait_for(herder.leave_for_good(60.0), 1.0)
         assert len(runtime.running) == 2
         assert herder.generation == generation
+
+
+MOVING = [ConnectorTaskId("moving", 0), ConnectorTaskId("moving", 1)]
+
+
+@asynccontextmanager
+async def handed_over_awaiting_release(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[DistributedHerder, RecordingRuntime]]:
+    """A member leaving with the tasks `MOVING` gives them up in the round that hands them
+    to this worker (v3); their starts wait for the release, which the runtime holds back."""
+    leaving = replace(BYSTANDER, allocation=Allocation.of((), MOVING), leaving=True)
+    runtime = RecordingRuntime()
+    runtime.released.clear()
+    coordinator = LoneCoordinator(bystander=leaving)
+    async with running_herder(tmp_path, coordinator, runtime=runtime) as (herder, _):
+        await herder.create_connector("moving", CONFIG)
+        await until(lambda: sorted(runtime.awaited) == MOVING, "both starts to wait")
+        yield herder, runtime
+
+
+async def test_a_task_handed_over_in_its_revoking_round_starts_once_released(
+    tmp_path: Path,
+) -> None:
+    async with handed_over_awaiting_release(tmp_path) as (herder, runtime):
+        assert not runtime.running and herder.owned.tasks == frozenset(MOVING)
+        runtime.released.set()
+        await until(lambda: sorted(runtime.running) == MOVING, "both tasks started")
+
+
+async def test_a_task_revoked_while_it_awaits_its_release_never_starts(tmp_path: Path) -> None:
+    """Its start is cancelled, not waited for: it must not claim a task it no longer owns
+    (it would fence the task's next owner), nor hold the revocation up."""
+    async with handed_over_awaiting_release(tmp_path) as (herder, runtime):
+        await asyncio.wait_for(herder.delete_connector("moving"), 5.0)
+        await until(lambda: herder.owned.is_empty(), "the deleted tasks given up")
+        runtime.released.set()
+        for _ in range(10):  # let a start that was not cancelled run on
+            await asyncio.sleep(0)
+        assert runtime.starts == [] and not runtime.running

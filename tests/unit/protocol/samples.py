@@ -1,4 +1,4 @@
-"""Sample values, the field-per-version table the tests hold the codec to, and a v3 layout.
+"""Sample values, the field-per-version table the tests hold the codec to, and a v4 layout.
 
 `readable` is an oracle written from the spec (which fields each version adds), independent
 of `protocol.layout`, so the cross-version tests can fail when the layout drifts.
@@ -21,7 +21,7 @@ from protocol.messages import (
 )
 from protocol.wire import Reader, Writer
 
-FUTURE_VERSION = 3
+FUTURE_VERSION = 4
 
 SUBSCRIPTION_FIELDS_SINCE: dict[int, dict[str, Any]] = {
     1: {"allocation": EMPTY_ALLOCATION},
@@ -29,6 +29,7 @@ SUBSCRIPTION_FIELDS_SINCE: dict[int, dict[str, Any]] = {
 }
 ASSIGNMENT_FIELDS_SINCE: dict[int, dict[str, Any]] = {
     1: {"revoked": EMPTY_ALLOCATION, "delay_ms": 0},
+    3: {"awaiting_release": EMPTY_ALLOCATION},
 }
 
 Message = TypeVar("Message", Subscription, Assignment)
@@ -85,6 +86,8 @@ def assignment(version: int, **changes: Any) -> Assignment:
     )
     if version >= 1:
         base = replace(base, revoked=REVOKED, delay_ms=30_000)
+    if version >= 3:
+        base = replace(base, awaiting_release=Allocation.of((), tasks("orders-sink", 1, 5)))
     return replace(base, **changes)
 
 
@@ -111,12 +114,12 @@ def _read_epoch(reader: Reader, assignment: Assignment) -> Assignment:
 FUTURE_LAYOUT: Layout = CURRENT_LAYOUT.extended(
     Layer(_write_capacity, _read_capacity), Layer(_write_epoch, _read_epoch)
 )
-"""A simulated next release: v3 appends a capacity to subscriptions and an epoch to
-assignments, fields this release's values have no place for, as a real v3 would."""
+"""A simulated next release: v4 appends a capacity to subscriptions and an epoch to
+assignments, fields this release's values have no place for, as a real v4 would."""
 
 
 def codec_of_release(known_version: int) -> Codec:
-    """The codec of a release whose newest version is `known_version` (3 = simulated)."""
+    """The codec of a release whose newest version is `known_version` (4 = simulated)."""
     if known_version == FUTURE_VERSION:
         return Codec(layout=FUTURE_LAYOUT)
     return Codec(known_version)

@@ -15,6 +15,7 @@ from protocol.codec import (
     encode_subscription,
 )
 from protocol.errors import DecodeError, ProtocolError
+from protocol.messages import Allocation, ConnectorTaskId
 from protocol.wire import INT16_MAX, INT32_MAX, Writer
 from tests.unit.protocol.samples import assignment, subscription
 
@@ -108,6 +109,22 @@ def test_a_negative_delay_is_refused() -> None:
     data = encode_assignment(assignment(1))
     with pytest.raises(DecodeError, match="delay_ms must not be negative"):
         decode_assignment(data[:-4] + (-5).to_bytes(4, "big", signed=True))
+
+
+@pytest.mark.parametrize(
+    "awaiting",
+    [
+        Allocation.of((), [ConnectorTaskId("elsewhere", 0)]),
+        Allocation.of(["orders-sink"]),
+    ],
+)
+def test_awaiting_a_release_of_anything_but_an_assigned_task_is_refused(
+    awaiting: Allocation,
+) -> None:
+    """A member would otherwise wait for a task it was not given, or for a connector."""
+    data = encode_assignment(assignment(3, awaiting_release=awaiting))
+    with pytest.raises(DecodeError, match="awaiting_release must be tasks of the assignment"):
+        decode_assignment(data)
 
 
 BROKEN_ALLOCATIONS = [

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol import CURRENT_VERSION
 from protocol.allocation_format import ContentFormat
 from protocol.codec import (
     decode_assignment,
@@ -40,9 +41,11 @@ CASES: dict[str, Subscription | Assignment] = {
         2, allocation=Allocation(), instance_id=None, leaving=False, config_offset=-1
     ),
     "subscription-v2-unicode": subscription(2, worker_id="wörker-ä:8083", instance_id=""),
+    "subscription-v3": subscription(3),
     "assignment-v0": assignment(0),
     "assignment-v1": assignment(1, leader_max_version=2),
     "assignment-v2": assignment(2),
+    "assignment-v3": assignment(3),
     "assignment-v2-version-probe": assignment(
         2,
         error=AssignmentError.VERSION_PROBE,
@@ -111,7 +114,7 @@ def test_compressed_golden_bytes_decode_to_the_value(name: str) -> None:
 def test_every_version_of_both_kinds_has_a_golden_vector() -> None:
     names = CASES.keys() | COMPRESSED_CASES.keys()
     for kind in ("subscription", "assignment"):
-        for version in range(3):
+        for version in range(CURRENT_VERSION + 1):
             assert any(name.startswith(f"{kind}-v{version}") for name in names)
 
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import count
 from pathlib import Path
 
-from worker.task_claims import CLAIMS_DIR, KEPT_CLAIMS, claim
+from worker.task_claims import CLAIMS_DIR, KEPT_CLAIMS, RELEASED_SUFFIX, claim, is_released
 
 
 def test_a_later_claim_fences_an_earlier_one(tmp_path: Path) -> None:
@@ -48,3 +48,31 @@ def test_old_claims_are_pruned(tmp_path: Path) -> None:
         newest = claim(tmp_path, "a:1", 1)
     assert len(list((tmp_path / CLAIMS_DIR).iterdir())) == KEPT_CLAIMS
     assert newest.fenced_by() is None
+
+
+def test_a_task_is_released_when_never_claimed_or_when_its_newest_claim_is(
+    tmp_path: Path,
+) -> None:
+    assert is_released(tmp_path)
+    first = claim(tmp_path, "a:1", generation=1)
+    assert not is_released(tmp_path)
+    first.release()
+    assert is_released(tmp_path)
+    second = claim(tmp_path, "b:2", generation=1)
+    assert not is_released(tmp_path)
+    first.release()
+    assert not is_released(tmp_path)
+    second.release()
+    assert is_released(tmp_path)
+
+
+def test_a_release_marker_is_no_claim_and_leaves_with_its_claim(tmp_path: Path) -> None:
+    """A released claim still fences its worker once a newer one exists, and pruning
+    removes the markers of the claims it removes."""
+    released = claim(tmp_path, "a:1", generation=1)
+    released.release()
+    later = [claim(tmp_path, "b:2", generation=2) for _ in range(KEPT_CLAIMS)]
+    assert later[0].epoch == released.epoch + 1
+    assert released.fenced_by() is not None
+    names = sorted(p.name for p in (tmp_path / CLAIMS_DIR).iterdir())
+    assert not any(name.endswith(RELEASED_SUFFIX) for name in names)
