@@ -57,17 +57,35 @@ def job_tag(task_id: ConnectorTaskId) -> str:
 
 
 def stop_between_batches(query: StreamingQuery, wait_s: float, poll_s: float = 0.05) -> None:
-    """Blocking: stop the query once no batch is in flight, or after `wait_s` anyway.
+    """Blocking: stop the query once the batch in flight (if any) has committed, or after
+    `wait_s` anyway.
 
     A batch cut short after its sink committed but before Spark logged the commit runs
     again on the next start; the sinks skip it, so nothing is duplicated, but until then
     the checkpoint's committed offsets (what GET /offsets shows) lag what the sink holds.
-    A batch that does not finish within `wait_s` is cut short all the same.
+    Waiting for a moment with no batch in flight instead is not enough: a query that is
+    behind starts its next batch the moment one ends, so polls rarely see that moment (a
+    hand-over waited 2.6 s and cut a batch all the same). The batch that begins as the
+    awaited one ends is cut: only planned, it runs again on the next start with the same
+    offsets and timestamp.
     """
     deadline = time.monotonic() + wait_s
-    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
-        time.sleep(poll_s)
+    if query.isActive and query.status["isTriggerActive"]:
+        in_flight = _last_batch_id(query) + 1
+        while (
+            query.isActive
+            and query.status["isTriggerActive"]
+            and _last_batch_id(query) < in_flight
+            and time.monotonic() < deadline
+        ):
+            time.sleep(poll_s)
     query.stop()
+
+
+def _last_batch_id(query: StreamingQuery) -> int:
+    """The id of the query's last completed batch (-1: none yet)."""
+    progress = query.lastProgress
+    return -1 if progress is None else int(progress["batchId"])
 
 
 def describe_failure(error: BaseException) -> str:

@@ -389,6 +389,41 @@ def test_a_stop_lets_the_batch_in_flight_commit(
         assert [name for name in os.listdir(checkpoint / log) if name.isdigit()] == ["0"], log
 
 
+def test_a_stop_of_a_query_behind_its_trigger_waits_for_one_batch_only(
+    spark_provider: SparkSessionProvider, tmp_path: Path
+) -> None:
+    """Each batch sleeps 1 s against a 100 ms trigger, so the next batch starts as soon as
+    one ends and there is never a moment without a batch in flight. The stop lets the
+    batch in flight commit and cuts the one after it, instead of waiting out its bound
+    (30 s here, about 20 more batches)."""
+    checkpoint = tmp_path / "checkpoint"
+    query = (
+        spark_provider.get()
+        .readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", 1)
+        .load()
+        .select("value", F.expr("reflect('java.lang.Thread', 'sleep', 1000L)").alias("slept"))
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    try:
+        wait_until(
+            lambda: query.lastProgress is not None and running_jobs(spark_provider.get(), query),
+            WAIT_S,
+            what="a batch to have committed and the next one to run",
+            interval_s=0.05,
+        )
+        in_flight = int(query.lastProgress["batchId"]) + 1
+        stop_between_batches(query, 30.0)
+    finally:
+        query.stop()
+    commits = sorted(int(name) for name in os.listdir(checkpoint / "commits") if name.isdigit())
+    assert commits[-1] in (in_flight, in_flight + 1)
+
+
 def test_the_warm_up_runs_one_streaming_batch_and_leaves_nothing_behind(
     spark_provider: SparkSessionProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
