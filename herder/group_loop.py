@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import Callable, Mapping
 
 from herder.apply import apply_assignment
@@ -56,8 +57,10 @@ class GroupLoop:
         task_configs: TaskConfigWriter,
         requests: RequestQueue,
         clock: Callable[[], float],
+        new_token: Callable[[], str] = lambda: secrets.token_hex(8),
     ) -> None:
         self._settings = settings
+        self._incarnation = new_token()
         self._member = member
         self.configs = configs
         self._work = work
@@ -223,20 +226,24 @@ class GroupLoop:
 
         Two cases, both KIP-345 static membership (`group.instance.id`) by its letter:
 
-        * A process's first join as a static member. Apache Kafka hands a static member
-          that rejoins a stable group the generation and the assignment its predecessor
-          had, without a rebalance. An incremental cooperative assignment is a change
+        * A process's first join as a static member, unless the assignment names this
+          run (`Subscription.incarnation`, v3). Apache Kafka hands a static member that
+          rejoins a stable group the generation and the assignment its predecessor had,
+          without a rebalance. An incremental cooperative assignment is a change
           (assigned, revoked) that this new process never saw: it would run nothing
           while the leader believes it runs its tasks. After a rebalance, the leader
           sees what it runs (nothing) under its identity and hands its own tasks back at
-          once. A first join that was a real rebalance costs one more round, which stops
-          nothing anywhere.
+          once. An assignment made for this run needs no such round: in a rolling
+          bounce it is the one that hands the worker its own tasks back, and discarding
+          it cost them a second round (4 s of a 5.9 s gap).
         * Tansu answers a changed subscription of a running static member with the
           current generation, so the change (new work, revocations done) would never
           reach the leader.
         """
         first_static_join = (
-            self._settings.group_instance_id is not None and self._applied_generation < 0
+            self._settings.group_instance_id is not None
+            and self._applied_generation < 0
+            and not answers_run(generation.assignment, self._incarnation)
         )
         subscription_ignored = (
             generation.generation == self._applied_generation and metadata != self._joined_with
@@ -268,6 +275,7 @@ class GroupLoop:
                 allocation=self.owned,
                 instance_id=self._settings.group_instance_id,
                 leaving=self._leaving,
+                incarnation=self._incarnation,
             )
         )
 
@@ -458,6 +466,14 @@ class GroupLoop:
             self._rejoin.set()
             return
         await self._work.follow_config(snapshot)
+
+
+def answers_run(assignment: bytes, incarnation: str) -> bool:
+    """Whether an assignment was made for the subscription of this run of the process."""
+    try:
+        return decode_assignment(assignment).incarnation == incarnation
+    except ProtocolError:
+        return False
 
 
 FOLLOW_UP_WINDOW_S = 10.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from herder.assignor import (
     Assignor,
@@ -101,7 +102,10 @@ class LeaderPlanner:
                     plan.subscriptions, snapshot.handed_over, now_ms, self._max_delay_ms
                 )
         self.unplaced = unplaced_work(snapshot.configured(), plan.subscriptions, assignments)
-        return {member: encode_assignment(a) for member, a in assignments.items()}
+        return {
+            member: encode_assignment(answering(plan.subscriptions.get(member), a))
+            for member, a in assignments.items()
+        }
 
     def forget(self) -> None:
         if self._assignor is not None:
@@ -122,6 +126,13 @@ class LeaderPlanner:
         return IncrementalCooperativeAssignor(
             self._max_delay_ms, self._identity_aware, inherited_deadline_ms=inherited_deadline_ms
         )
+
+
+def answering(subscription: Subscription | None, assignment: Assignment) -> Assignment:
+    """The assignment, naming the run of the process whose subscription it answers."""
+    if subscription is None:
+        return assignment
+    return replace(assignment, incarnation=subscription.incarnation)
 
 
 def unplaced_work(

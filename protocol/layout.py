@@ -9,13 +9,14 @@ highest supported version, so even a reader older than every layer learns both.
                        ConfigOffset:int64
                  v1 => v0 Allocation                       (current allocation, KIP-415)
                  v2 => v1 InstanceId:nullable string Leaving:int8 (0 or 1)
-                 v3 => v2                                   (no new fields)
+                 v3 => v2 Incarnation:string                (this run of the process)
 
     Assignment   v0 => Version:int16 LeaderMaxVersion:int16 Error:int16 LeaderId:string
                        LeaderUrl:string ConfigOffset:int64 Assigned:Allocation
                  v1 => v0 Revoked:Allocation DelayMs:int32  (KIP-415)
                  v2 => v1                                   (no new fields)
-                 v3 => v2 AwaitingRelease:Allocation        (same-round hand-over)
+                 v3 => v2 AwaitingRelease:Allocation Incarnation:string
+                                           (same-round hand-over, the run it answers)
 
 `Allocation` is described in `protocol.allocation_format`. A value written in a version that
 lacks some of its fields is written without them (an eager v0 assignment has nothing
@@ -93,7 +94,6 @@ def _read_nothing(reader: Reader, value: T) -> T:
     return value
 
 
-NO_NEW_FIELDS_SUBSCRIPTION: Layer[Subscription] = Layer(_write_nothing, _read_nothing)
 NO_NEW_FIELDS_ASSIGNMENT: Layer[Assignment] = Layer(_write_nothing, _read_nothing)
 
 
@@ -131,6 +131,14 @@ def _read_subscription_v2(reader: Reader, sub: Subscription) -> Subscription:
     if leaving not in (0, 1):
         raise reader.error(f"leaving must be 0 or 1, got {leaving}")
     return replace(sub, instance_id=instance_id, leaving=bool(leaving))
+
+
+def _write_subscription_v3(writer: Writer, sub: Subscription) -> None:
+    writer.string(sub.incarnation, "incarnation")
+
+
+def _read_subscription_v3(reader: Reader, sub: Subscription) -> Subscription:
+    return replace(sub, incarnation=reader.string("incarnation"))
 
 
 def _write_assignment_v0(writer: Writer, assignment: Assignment) -> None:
@@ -172,13 +180,15 @@ def _read_assignment_v1(reader: Reader, assignment: Assignment) -> Assignment:
 
 def _write_assignment_v3(writer: Writer, assignment: Assignment) -> None:
     write_allocation(writer, assignment.awaiting_release, "awaiting_release")
+    writer.string(assignment.incarnation, "incarnation")
 
 
 def _read_assignment_v3(reader: Reader, assignment: Assignment) -> Assignment:
     awaiting = read_allocation(reader, "awaiting_release")
     if not awaiting.tasks <= assignment.assigned.tasks or awaiting.connectors:
         raise reader.error("awaiting_release must be tasks of the assignment")
-    return replace(assignment, awaiting_release=awaiting)
+    incarnation = reader.string("incarnation")
+    return replace(assignment, awaiting_release=awaiting, incarnation=incarnation)
 
 
 def _subscription_header(sub: Subscription) -> tuple[int, int]:
@@ -206,7 +216,7 @@ CURRENT_LAYOUT = Layout(
             Layer(_write_subscription_v0, _read_subscription_v0),
             Layer(_write_subscription_v1, _read_subscription_v1),
             Layer(_write_subscription_v2, _read_subscription_v2),
-            NO_NEW_FIELDS_SUBSCRIPTION,
+            Layer(_write_subscription_v3, _read_subscription_v3),
         ),
     ),
     assignment=MessageFormat(

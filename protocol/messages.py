@@ -77,7 +77,8 @@ class Subscription:
     `version` is the version this payload is written in; `max_version` the highest the
     worker could speak. `worker_id` is the Connect-style id shown in statuses (advertised
     host:port); `instance_id` is `group.instance.id` when set. `allocation` is what the
-    worker runs now (v1+); `instance_id` and `leaving` exist from v2 on.
+    worker runs now (v1+); `instance_id` and `leaving` exist from v2 on, `incarnation`
+    from v3 on.
     """
 
     version: int
@@ -88,6 +89,10 @@ class Subscription:
     allocation: Allocation = EMPTY_ALLOCATION
     instance_id: str | None = None
     leaving: bool = False
+    incarnation: str = ""
+    """A token of this run of the worker process (v3+), which the leader echoes in the
+    member's assignment: a static member's first join can then tell an assignment made
+    for this run from one the coordinator replays from its predecessor (KIP-345)."""
 
     @property
     def identity(self) -> str:
@@ -117,6 +122,8 @@ class Assignment:
     """The part of `assigned` that another member gives up in this same round (v3+):
     start each of it only once its previous owner has released it (see
     `worker.task_claims`), so the hand-over costs no second round."""
+    incarnation: str = ""
+    """The `incarnation` of the subscription this assignment answers (v3+)."""
 
     @property
     def failed(self) -> bool:

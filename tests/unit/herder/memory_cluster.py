@@ -79,7 +79,8 @@ class LoneCoordinator:
     member leads.
 
     `joinable` holds joins back (a coordinator that has not answered yet); `heartbeats`
-    is what the next heartbeats answer.
+    is what the next heartbeats answer; `replays` are assignments the next joins get
+    without a round, as Apache Kafka hands a returning static member its predecessor's.
     """
 
     def __init__(self, bystander: Subscription | None = None) -> None:
@@ -89,6 +90,7 @@ class LoneCoordinator:
         self.generation = 0
         self.joined_with: list[bytes] = []
         self.heartbeats: list[HeartbeatOutcome] = []
+        self.replays: list[Generation] = []
         self.left = 0
 
     async def start(self) -> None:
@@ -101,8 +103,10 @@ class LoneCoordinator:
         self, metadata: bytes, on_leader: LeaderCallback, on_leader_sync_failed: Callable[[], None]
     ) -> Generation:
         await self.joinable.wait()
-        self.generation += 1
         self.joined_with.append(metadata)
+        if self.replays:
+            return self.replays.pop(0)
+        self.generation += 1
         metadata_of = {"me": metadata, **self._others}
         members = JoinedMembers(self.generation, "me", metadata_of, dict.fromkeys(metadata_of))
         assignments = await on_leader(members)
@@ -214,6 +218,7 @@ async def running_herder(
     runtime: RecordingRuntime | None = None,
     plugins: CountingPlugins | None = None,
     auto_restart: RestartPolicy | None = None,
+    group_instance_id: str | None = None,
 ) -> AsyncIterator[tuple[DistributedHerder, RecordingRuntime]]:
     """A whole herder on memory: one member, in-memory topics, a recording runtime."""
     runtime = runtime or RecordingRuntime()
@@ -223,7 +228,7 @@ async def running_herder(
         connect_protocol="sessioned",
         scheduled_rebalance_max_delay_ms=10_000,
         heartbeat_interval_ms=20,
-        group_instance_id=None,
+        group_instance_id=group_instance_id,
         checkpoint_root=tmp_path,
         request_timeout_s=request_timeout_s,
     )

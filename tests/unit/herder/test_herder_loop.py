@@ -15,10 +15,11 @@ from herder.config_store import TargetState
 from herder.errors import ConnectorExists, InvalidConnectorConfig, NoHandOff
 from herder.group_loop import heartbeat_pause_s
 from herder.herder import DistributedHerder
-from herder.membership import HeartbeatOutcome
+from herder.membership import Generation, HeartbeatOutcome
 from herder.requests import RequestTimedOut
 from herder.views import WorkerState
-from protocol.messages import Allocation, ConnectorTaskId
+from protocol.codec import Codec
+from protocol.messages import Allocation, Assignment, AssignmentError, ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
     BYSTANDER,
     LoneCoordinator,
@@ -29,6 +30,7 @@ from tests.unit.herder.memory_cluster import (
 from worker.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
+EMPTY_V3_ANSWER = Assignment(3, 3, AssignmentError.NONE, "other", "http://other:8083", -1)
 
 
 async def test_a_request_sent_before_the_join_waits_for_it(tmp_path: Path) -> None:
@@ -226,3 +228,33 @@ async def test_a_task_revoked_while_it_awaits_its_release_never_starts(tmp_path:
         for _ in range(10):  # let a start that was not cancelled run on
             await asyncio.sleep(0)
         assert runtime.starts == [] and not runtime.running
+
+
+async def test_a_static_members_first_join_keeps_an_assignment_made_for_this_run(
+    tmp_path: Path,
+) -> None:
+    """The leader echoes the run's token: nothing to force, the work starts at once."""
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator, group_instance_id="pod-0") as (herder, _):
+        await until(lambda: herder.ready, "the worker joined")
+        assert coordinator.left == 0 and herder.generation == 1
+
+
+@pytest.mark.parametrize(
+    "replayed",
+    [
+        replace(EMPTY_V3_ANSWER, incarnation="a-predecessor"),
+        replace(EMPTY_V3_ANSWER, version=2, leader_max_version=2),
+    ],
+    ids=["a-predecessors-run", "a-v2-leader"],
+)
+async def test_a_static_members_first_join_forces_a_round_over_a_replayed_assignment(
+    tmp_path: Path, replayed: Assignment
+) -> None:
+    """An assignment made for a predecessor (its run's token, or none from a v2 leader)
+    is one this process never saw: it leaves and rejoins once to get its own."""
+    coordinator = LoneCoordinator()
+    coordinator.replays = [Generation(7, "me", "other", Codec().encode_assignment(replayed))]
+    async with running_herder(tmp_path, coordinator, group_instance_id="pod-0") as (herder, _):
+        await until(lambda: herder.ready, "the worker joined")
+        assert coordinator.left == 1 and herder.generation == 1

@@ -26,10 +26,11 @@ FUTURE_VERSION = 4
 SUBSCRIPTION_FIELDS_SINCE: dict[int, dict[str, Any]] = {
     1: {"allocation": EMPTY_ALLOCATION},
     2: {"instance_id": None, "leaving": False},
+    3: {"incarnation": ""},
 }
 ASSIGNMENT_FIELDS_SINCE: dict[int, dict[str, Any]] = {
     1: {"revoked": EMPTY_ALLOCATION, "delay_ms": 0},
-    3: {"awaiting_release": EMPTY_ALLOCATION},
+    3: {"awaiting_release": EMPTY_ALLOCATION, "incarnation": ""},
 }
 
 Message = TypeVar("Message", Subscription, Assignment)
@@ -70,6 +71,8 @@ def subscription(version: int, **changes: Any) -> Subscription:
         base = replace(base, allocation=RUNNING)
     if version >= 2:
         base = replace(base, instance_id="sparkherd-1", leaving=True)
+    if version >= 3:
+        base = replace(base, incarnation="5f0c1e2d3a4b6978")
     return replace(base, **changes)
 
 
@@ -87,7 +90,11 @@ def assignment(version: int, **changes: Any) -> Assignment:
     if version >= 1:
         base = replace(base, revoked=REVOKED, delay_ms=30_000)
     if version >= 3:
-        base = replace(base, awaiting_release=Allocation.of((), tasks("orders-sink", 1, 5)))
+        base = replace(
+            base,
+            awaiting_release=Allocation.of((), tasks("orders-sink", 1, 5)),
+            incarnation="5f0c1e2d3a4b6978",
+        )
     return replace(base, **changes)
 
 

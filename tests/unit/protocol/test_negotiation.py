@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from protocol import CURRENT_VERSION
 from protocol.codec import Codec, encode_subscription
 from protocol.messages import Allocation, AssignmentError, Subscription
 from protocol.negotiation import (
@@ -55,7 +56,7 @@ def test_a_member_ahead_of_the_leader_code_is_probed_not_counted() -> None:
     plan = plan_versions({"new": member(FUTURE_VERSION), "old": member(1)}, 2)
     assert plan.group_version == 1
     assert set(plan.probed) == {"new"}
-    assert plan.probed["new"] == readable(subscription(FUTURE_VERSION), 2)
+    assert plan.probed["new"] == readable(subscription(FUTURE_VERSION), CURRENT_VERSION)
 
 
 def test_downgraded_members_that_could_speak_more_are_not_probed() -> None:
