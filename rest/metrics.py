@@ -153,7 +153,7 @@ def _sparkherd_metrics(metrics: WorkerMetrics, runtime: RuntimeMetrics) -> Itera
     )
     yield _gauge(
         "sparkherd_protocol_version",
-        "the group's protocol version (0 eager, 2 cooperative)",
+        "the group's protocol version (0 eager, 1-3 cooperative)",
         metrics.protocol_version,
     )
     state = GaugeMetricFamily(

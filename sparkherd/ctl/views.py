@@ -13,7 +13,7 @@ from typing import Any
 
 from sparkherd.ctl.tables import clean, fields, indent, table
 
-PROTOCOLS = {0: "eager", 1: "cooperative", 2: "cooperative"}
+PROTOCOLS = {0: "eager", 1: "cooperative", 2: "cooperative", 3: "cooperative"}
 STATE_ORDER = ("RUNNING", "RESTARTING", "PAUSED", "STOPPED", "UNASSIGNED", "FAILED")
 
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from protocol.versions import CURRENT_VERSION
 from tests.support.cluster import generator_config, worker_pair
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
@@ -81,7 +82,7 @@ def test_metrics_agree_with_the_status_api(pair: tuple[WorkerProcess, WorkerProc
         assert seen[("kafka_connect_worker_rebalance_completed_rebalances_total", ())] >= 1
         assert seen[("kafka_connect_worker_rebalance_epoch", ())] >= 1
         assert seen[("sparkherd_worker_state", (("state", "running"),))] == 1
-        assert seen[("sparkherd_protocol_version", ())] == 2
+        assert seen[("sparkherd_protocol_version", ())] == CURRENT_VERSION
 
 
 def test_each_task_reports_spark_progress_where_it_runs(

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from protocol.versions import CURRENT_VERSION
 from tests.support.cluster import Cluster, generator_config, start_times
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
@@ -17,7 +18,7 @@ from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 
-EAGER, COOPERATIVE = 0, 2
+EAGER, COOPERATIVE = 0, CURRENT_VERSION
 TASKS = [("alpha", task) for task in range(4)] + [("beta", task) for task in range(2)]
 
 
