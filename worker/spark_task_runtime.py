@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -28,6 +29,7 @@ from protocol.messages import ConnectorTaskId
 from worker import spark_warm_up
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connector_configs import RegistryPlugins
+from worker.daemon_thread import DaemonThread
 from worker.log_setup import working_on
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
@@ -43,6 +45,7 @@ __all__ = ["SparkTaskRuntime", "StateListener", "TaskState", "TaskStatus", "desc
 SCHEDULER_POOL_PROPERTY: Final = "spark.scheduler.pool"
 MONITOR_INTERVAL_S: Final = 1.0
 RELEASE_POLL_S: Final = 0.05
+MONITOR_DRAIN_S: Final = 5.0
 STOPPED_BY_ITSELF: Final = "The task's Spark query stopped although the worker did not stop it"
 
 StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
@@ -114,15 +117,18 @@ def stop_and_release(launched: _Launched, wait_s: float) -> None:
 
 
 def _ended(
-    launches: Mapping[ConnectorTaskId, _Launched],
+    launches: Mapping[ConnectorTaskId, _Launched], watched: Callable[[ConnectorTaskId], bool]
 ) -> dict[ConnectorTaskId, tuple[str, bool]]:
     """Blocking: the queries that are no longer active or no longer ours, with why and
-    whether they were fenced.
+    whether they were fenced; of the tasks still `watched` only (a stopping query is left
+    alone: a look at one answered only after 30-45 s).
 
     A fenced query is stopped here, before anything else of this round can run it.
     """
     ended: dict[ConnectorTaskId, tuple[str, bool]] = {}
     for task_id, launched in launches.items():
+        if not watched(task_id):
+            continue
         holder = launched.claim.fenced_by()
         if holder is not None:
             launched.query.stop()
@@ -135,12 +141,17 @@ def _ended(
 
 
 def _progress(
-    launches: Mapping[ConnectorTaskId, _Launched], seen: Mapping[ConnectorTaskId, TaskProgress]
+    launches: Mapping[ConnectorTaskId, _Launched],
+    seen: Mapping[ConnectorTaskId, TaskProgress],
+    watched: Callable[[ConnectorTaskId], bool],
 ) -> dict[ConnectorTaskId, TaskProgress]:
-    """Blocking: each query's progress folded in since the last look. Spark keeps the
-    recent batches too, read only when the newest shows that some were missed."""
+    """Blocking: each query's progress folded in since the last look, of the tasks still
+    `watched`. Spark keeps the recent batches too, read only when the newest shows that
+    some were missed."""
     found: dict[ConnectorTaskId, TaskProgress] = {}
     for task_id, launched in launches.items():
+        if not watched(task_id):
+            continue
         before = seen.get(task_id)
         newest = launched.query.lastProgress
         if newest is None:
@@ -194,6 +205,7 @@ class SparkTaskRuntime:
         self._monitor: asyncio.Task[None] | None = None
         self._monitor_wake = asyncio.Event()
         """Set by `stop_all`: the monitor's next look is its last."""
+        self._monitor_thread = DaemonThread("task-monitor")
         self._halts: set[asyncio.Task[None]] = set()
         self._progress: dict[ConnectorTaskId, TaskProgress] = {}
         self.startups = StartupCounts()
@@ -383,16 +395,25 @@ class SparkTaskRuntime:
             log.exception("Stopping the query of task %s failed", task_id)
 
     async def stop_all(self) -> None:
-        """Stops every task, then lets the monitor finish the look it may be taking.
+        """Stops every task, then lets the monitor finish the look it may be taking, for
+        `MONITOR_DRAIN_S` at most.
 
-        Cancelling the monitor would not stop the thread of its look: a py4j call still in
-        flight when the worker then stops Spark answered only 35-45 s later, and the
-        interpreter waited for it at exit (pods stopped in 40 s instead of 1)."""
+        A look still in a py4j call when the worker then stops Spark answered only 30-45 s
+        later. The look runs on a daemon thread (`worker.daemon_thread`), so a look that
+        does not answer in time is left behind without holding the process's exit."""
         await asyncio.gather(*(self.stop_task(task_id) for task_id in list(self._runs)))
         monitor = self._monitor
         if monitor is not None:
             self._monitor_wake.set()
-            await asyncio.gather(monitor, return_exceptions=True)
+            await asyncio.wait({monitor}, timeout=MONITOR_DRAIN_S)
+            if not monitor.done():
+                log.warning(
+                    "the task monitor's last look at Spark did not answer within %.0f s; "
+                    "leaving it behind",
+                    MONITOR_DRAIN_S,
+                )
+                monitor.cancel()
+                await asyncio.wait({monitor})
             self._monitor_wake.clear()
 
     def _ensure_monitor(self) -> None:
@@ -413,7 +434,7 @@ class SparkTaskRuntime:
                 }
                 launches = {t: run.launch.result() for t, run in watched.items()}
                 try:
-                    dead = await asyncio.to_thread(_ended, launches)
+                    dead = await self._monitor_thread.call(partial(_ended, launches, self._watched))
                 except Exception:
                     log.exception("Could not check the tasks' Spark queries; will retry")
                     continue
@@ -431,12 +452,17 @@ class SparkTaskRuntime:
             if self._monitor is asyncio.current_task():
                 self._monitor = None
 
+    def _watched(self, task_id: ConnectorTaskId) -> bool:
+        """Whether the monitor should look at the task's query: held and not stopping.
+        Called from the monitor's thread; a dict look-up is atomic."""
+        run = self._runs.get(task_id)
+        return run is not None and not run.stopping
+
     async def _look_at_progress(self, launches: Mapping[ConnectorTaskId, _Launched]) -> None:
         """A query stopping meanwhile may fail the look; its progress no longer matters."""
         try:
-            self._progress.update(
-                await asyncio.to_thread(_progress, launches, dict(self._progress))
-            )
+            look = partial(_progress, launches, dict(self._progress), self._watched)
+            self._progress.update(await self._monitor_thread.call(look))
         except Exception as exc:
             log.debug("Could not read the tasks' progress: %s", exc)
 

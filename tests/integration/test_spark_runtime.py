@@ -7,7 +7,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -493,26 +493,64 @@ async def test_stopping_all_lets_the_monitors_look_in_flight_finish_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A look still in a py4j call when the worker then stops Spark answered 35-45 s
-    later, and the interpreter waited for it at exit: `stop_all` must outlast it."""
+    later: `stop_all` lets a look in flight end before it returns."""
     task_runtime, _ = runtime
     spark = spark_provider.get()
-    entered, finished = threading.Event(), threading.Event()
-    real_progress = spark_task_runtime._progress
+    look = HeldLook(monkeypatch)
+    await start_one_generator_task(task_runtime, tmp_path)
+    await wait_until_async(look.entered.is_set, WAIT_S, what="the monitor to take a look")
+    look.answer_after(lambda: not spark.streams.active, then_s=1.0)
+    await task_runtime.stop_all()
+    assert look.finished.is_set()
 
-    def slow_look(
-        launches: Mapping[ConnectorTaskId, Any], seen: Mapping[ConnectorTaskId, Any]
-    ) -> dict[ConnectorTaskId, Any]:
-        entered.set()
+
+async def test_stopping_all_leaves_a_look_that_does_not_answer_behind(
+    runtime: tuple[SparkTaskRuntime, StateLog],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """...for a few seconds at most, on a daemon thread, which does not hold the
+    process's exit as a thread of asyncio's default executor did."""
+    task_runtime, _ = runtime
+    look = HeldLook(monkeypatch)
+    await start_one_generator_task(task_runtime, tmp_path)
+    await wait_until_async(look.entered.is_set, WAIT_S, what="the monitor to take a look")
+    try:
+        await asyncio.wait_for(task_runtime.stop_all(), WAIT_S)
+        assert not look.finished.is_set()
+        assert look.thread is not None and look.thread.daemon and look.thread.is_alive()
+    finally:
+        look.answer_after(lambda: True, then_s=0)
+
+
+class HeldLook:
+    """Replaces the monitor's progress look with one that waits until told to answer."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.entered, self.finished = threading.Event(), threading.Event()
+        self.thread: threading.Thread | None = None
+        self._answer = threading.Event()
+        self._condition: Callable[[], bool] = lambda: True
+        self._then_s = 0.0
+        self._real = spark_task_runtime._progress
+        monkeypatch.setattr(spark_task_runtime, "_progress", self._look)
+
+    def answer_after(self, condition: Callable[[], bool], then_s: float) -> None:
+        self._condition, self._then_s = condition, then_s
+        self._answer.set()
+
+    def _look(self, *args: Any) -> dict[ConnectorTaskId, Any]:
+        self.thread = threading.current_thread()
+        self.entered.set()
         try:
-            wait_until(lambda: not spark.streams.active, WAIT_S, what="the queries to stop")
-            time.sleep(1.0)
-            return real_progress(launches, seen)
+            self._answer.wait()
+            wait_until(self._condition, WAIT_S, what="the look's condition")
+            time.sleep(self._then_s)
+            return self._real(*args)
         finally:
-            finished.set()
+            self.finished.set()
 
-    monkeypatch.setattr(spark_task_runtime, "_progress", slow_look)
+
+async def start_one_generator_task(task_runtime: SparkTaskRuntime, tmp_path: Path) -> None:
     config = generator_config(tmp_path / "out", tasks=1)
     await task_runtime.start_task(ConnectorTaskId("gen", 0), config, config, GENERATION)
-    await wait_until_async(entered.is_set, WAIT_S, what="the monitor to take a look")
-    await task_runtime.stop_all()
-    assert finished.is_set()
