@@ -4,8 +4,7 @@ Versions only ever append fields (see `protocol.layout`), so any reader can read
 payload up to the fields it knows. v0 is eager: full assignments, nothing revoked, no
 allocation in subscriptions. v1 adds KIP-415's incremental cooperative fields (current
 allocation, revoked, scheduled delay). v2 adds the static instance id and the leaving flag.
-v3 adds the tasks an assignment hands over in the round that revokes them, and the token
-of the process run a subscription comes from, which the leader's assignment echoes.
+v3 adds the tasks an assignment hands over in the round that revokes them.
 """
 
 from __future__ import annotations

@@ -175,8 +175,8 @@ class WorkerService:
             log.info("stopping: tasks first, then the group, then REST")
             marks = [time.monotonic()]
             await self.herder.stop()
-            # The runtime's monitor may be in a py4j call: its last look ends (or is left
-            # behind on its daemon thread, after a few seconds) before Spark stops.
+            # The runtime's monitor may be in a py4j call that, were Spark stopped under it,
+            # answers 35-45 s later and holds the exit: its last look ends first.
             await self._runtime.stop_all()
             marks.append(time.monotonic())
             server.should_exit = True

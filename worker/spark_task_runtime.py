@@ -16,11 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -108,30 +107,13 @@ class TaskFencedError(RuntimeError):
 class _Launched:
     query: StreamingQuery
     claim: Claim
-    stopping: threading.Lock = field(default_factory=threading.Lock)
-    """Held while the query is stopped, and by the monitor while it looks at the query: a
-    look that overlapped a stop answered only 30-45 s later, so the monitor skips a query
-    being stopped, and a stop waits for the look in flight (milliseconds)."""
 
 
 def stop_and_release(launched: _Launched, wait_s: float) -> None:
     """Blocking: stop the query (`stop_between_batches`), then release its claim, so the
     task's next owner may start it at once."""
-    with launched.stopping:
-        stop_between_batches(launched.query, wait_s)
+    stop_between_batches(launched.query, wait_s)
     launched.claim.release()
-
-
-@contextlib.contextmanager
-def _unless_stopping(launched: _Launched) -> Iterator[bool]:
-    """Whether the monitor may look at the query now; it holds it still meanwhile."""
-    if not launched.stopping.acquire(blocking=False):
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        launched.stopping.release()
 
 
 def _ended(
@@ -145,17 +127,16 @@ def _ended(
     """
     ended: dict[ConnectorTaskId, tuple[str, bool]] = {}
     for task_id, launched in launches.items():
-        with _unless_stopping(launched) as free:
-            if not free or not watched(task_id):
-                continue
-            holder = launched.claim.fenced_by()
-            if holder is not None:
-                launched.query.stop()
-                ended[task_id] = (str(TaskFencedError(task_id, holder)), True)
-            elif not launched.query.isActive:
-                error = launched.query.exception()
-                trace = describe_failure(error) if error is not None else STOPPED_BY_ITSELF
-                ended[task_id] = (trace, False)
+        if not watched(task_id):
+            continue
+        holder = launched.claim.fenced_by()
+        if holder is not None:
+            launched.query.stop()
+            ended[task_id] = (str(TaskFencedError(task_id, holder)), True)
+        elif not launched.query.isActive:
+            error = launched.query.exception()
+            trace = describe_failure(error) if error is not None else STOPPED_BY_ITSELF
+            ended[task_id] = (trace, False)
     return ended
 
 
@@ -169,16 +150,15 @@ def _progress(
     some were missed."""
     found: dict[ConnectorTaskId, TaskProgress] = {}
     for task_id, launched in launches.items():
-        with _unless_stopping(launched) as free:
-            if not free or not watched(task_id):
-                continue
-            before = seen.get(task_id)
-            newest = launched.query.lastProgress
-            if newest is None:
-                continue
-            batches = [newest]
-            if before is not None and batch_id(newest) > before.batch_id + 1:
-                batches = list(launched.query.recentProgress)
+        if not watched(task_id):
+            continue
+        before = seen.get(task_id)
+        newest = launched.query.lastProgress
+        if newest is None:
+            continue
+        batches = [newest]
+        if before is not None and batch_id(newest) > before.batch_id + 1:
+            batches = list(launched.query.recentProgress)
         progress = fold_progress(before, batches)
         if progress is not None:
             found[task_id] = progress
