@@ -326,11 +326,13 @@ class GroupLoop:
         self._last_assignment = (assignment, int(self._clock() * 1000))
         self.leader_url = assignment.leader_url or None
         log.info(
-            "joined generation %d as %s (v%d): assigned %d, revoked %d, delay %d ms%s",
+            "joined generation %d as %s (v%d): assigned %d (%d awaiting release), revoked %d, "
+            "delay %d ms%s",
             generation.generation,
             "leader" if generation.is_leader else "follower",
             assignment.version,
             assignment.assigned.size(),
+            assignment.awaiting_release.size(),
             assignment.revoked.size(),
             assignment.delay_ms,
             f", error {assignment.error.name}" if assignment.failed else "",

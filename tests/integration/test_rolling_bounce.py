@@ -8,8 +8,9 @@ stops, so a reader of the output must not see a task pause anywhere near as long
 worker takes to restart: every task's longest gap between two committed batches (read
 from the data) is at most half the median restart, SIGTERM to `/health` 200. Without the
 hand-off a bounced worker's tasks wait for it to come back, and their gap is longer than
-its whole restart. And nothing is lost or doubled: every `seq` once, no task ever on two
-workers."""
+its whole restart. The tasks move in the round that revokes them, their next owner
+starting each on its old owner's release, never on the bound of that wait (protocol v3).
+And nothing is lost or doubled: every `seq` once, no task ever on two workers."""
 
 from __future__ import annotations
 
@@ -69,6 +70,11 @@ def test_a_rolling_bounce_with_hand_off_keeps_every_task_going(
         f"a task paused for more than half a worker restart ({restart_s:.1f} s): "
         f"{figures}\n{history}"
     )
+    logs = [line for worker in cluster.workers for line in worker.log_text().splitlines()]
+    awaited = [line for line in logs if "joined generation" in line and " (0 awaiting" not in line]
+    assert awaited, f"no task moved in the round that revoked it (v3):\n{history}"
+    late = [line for line in logs if "not released in time" in line]
+    assert not late, f"a hand-over waited out its bound instead of the release: {late}"
     assert all(o.exactly_once for o in outputs), [
         (o.task, len(o.seqs), len(set(o.seqs))) for o in outputs if not o.exactly_once
     ]
