@@ -24,7 +24,13 @@ from worker.connectors.generator import GeneratorConnector
 from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector, Task, TaskContext, parse_config
 from worker.spark_session import SparkSessionProvider
-from worker.spark_task_runtime import SparkTaskRuntime, job_tag, stop_between_batches
+from worker.spark_task_runtime import (
+    SparkTaskRuntime,
+    job_tag,
+    last_progress,
+    recent_progress,
+    stop_between_batches,
+)
 from worker.task_claims import claim
 from worker.task_state import TaskState
 
@@ -422,6 +428,36 @@ def test_a_stop_of_a_query_behind_its_trigger_waits_for_one_batch_only(
         query.stop()
     commits = sorted(int(name) for name in os.listdir(checkpoint / "commits") if name.isdigit())
     assert commits[-1] in (in_flight, in_flight + 1)
+
+
+def test_progress_read_as_json_says_what_pysparks_objects_say(
+    spark_provider: SparkSessionProvider, tmp_path: Path
+) -> None:
+    query = (
+        spark_provider.get()
+        .readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", 3)
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    try:
+        wait_until(
+            lambda: len(query.recentProgress), WAIT_S, what="three batches", until=lambda n: n >= 3
+        )
+        query.stop()
+        ours, pysparks = last_progress(query), query.lastProgress
+        assert ours is not None and pysparks is not None
+        keys = ("batchId", "numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+        assert {k: ours[k] for k in keys} == {k: pysparks[k] for k in keys}
+        assert ours["durationMs"] == dict(pysparks["durationMs"])
+        assert [p["batchId"] for p in recent_progress(query)] == [
+            p["batchId"] for p in query.recentProgress
+        ]
+    finally:
+        query.stop()
 
 
 def test_the_warm_up_runs_one_streaming_batch_and_leaves_nothing_behind(
