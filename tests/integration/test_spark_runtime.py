@@ -358,6 +358,26 @@ async def test_a_task_claimed_by_another_worker_is_fenced_and_stopped(
     assert states.states_of(zombie)[-1] is TaskState.RUNNING
 
 
+def sleepy_query(
+    spark: SparkSession, tmp_path: Path, sleep_ms: int, trigger: str
+) -> StreamingQuery:
+    """A query whose every batch (one row) sleeps `sleep_ms` in the executor, writing
+    parquet under `tmp_path` with its checkpoint in `tmp_path / "checkpoint"`."""
+    return (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", 1)
+        .load()
+        .select(
+            "value", F.expr(f"reflect('java.lang.Thread', 'sleep', {sleep_ms}L)").alias("slept")
+        )
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime=trigger)
+        .start()
+    )
+
+
 def test_a_stop_lets_the_batch_in_flight_commit(
     spark_provider: SparkSessionProvider, tmp_path: Path
 ) -> None:
@@ -365,22 +385,11 @@ def test_a_stop_lets_the_batch_in_flight_commit(
     Each batch's job sleeps 4 s in the executor; a plain stop while it runs cancels the
     job and leaves the batch uncommitted."""
     checkpoint = tmp_path / "checkpoint"
-    query = (
-        spark_provider.get()
-        .readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", 1)
-        .load()
-        .select("value", F.expr("reflect('java.lang.Thread', 'sleep', 4000L)").alias("slept"))
-        .writeStream.format("parquet")
-        .option("path", str(tmp_path / "out"))
-        .option("checkpointLocation", str(checkpoint))
-        # Spark aligns processing-time triggers to multiples of the interval since the
-        # epoch: with 60 seconds, a first batch ending just before a full minute was
-        # followed at once by a second one, which this test then saw (one CI failure in
-        # four fresh-clone runs). A day's interval leaves one such moment a day.
-        .trigger(processingTime="1 day")
-        .start()
-    )
+    # Spark aligns processing-time triggers to multiples of the interval since the epoch:
+    # with 60 seconds, a first batch ending just before a full minute was followed at once
+    # by a second one, which this test then saw (one CI failure in four fresh-clone runs).
+    # A day's interval leaves one such moment a day.
+    query = sleepy_query(spark_provider.get(), tmp_path, 4000, "1 day")
     try:
         wait_until(
             partial(running_jobs, spark_provider.get(), query),
@@ -403,18 +412,7 @@ def test_a_stop_of_a_query_behind_its_trigger_waits_for_one_batch_only(
     batch in flight commit and cuts the one after it, instead of waiting out its bound
     (30 s here, about 20 more batches)."""
     checkpoint = tmp_path / "checkpoint"
-    query = (
-        spark_provider.get()
-        .readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", 1)
-        .load()
-        .select("value", F.expr("reflect('java.lang.Thread', 'sleep', 1000L)").alias("slept"))
-        .writeStream.format("parquet")
-        .option("path", str(tmp_path / "out"))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="100 milliseconds")
-        .start()
-    )
+    query = sleepy_query(spark_provider.get(), tmp_path, 1000, "100 milliseconds")
     try:
         wait_until(
             lambda: query.lastProgress is not None and running_jobs(spark_provider.get(), query),
