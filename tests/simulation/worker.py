@@ -207,7 +207,7 @@ class SimWorker:
                 self._env.ledger.start(item, self.name)
         if step.rejoin or (step.accepted and self.config_offset > assignment.config_offset):
             self._rejoin = loop.call_soon(self.join)
-        elif self.leaving and not self._owned().size():
+        elif self.leaving and self._owned().is_empty():
             self.shut_down()
         elif step.delay_ms > 0:
             self._rejoin = loop.call_at(loop.now_ms + step.delay_ms, self.join)
