@@ -4,21 +4,34 @@ A `transform.sql` arrives over REST. Handed to `session.sql` as is, it would be 
 program: a command runs the moment it is parsed (`INSERT OVERWRITE DIRECTORY`, `ADD
 JAR`, `SET`), script `TRANSFORM ... USING` runs a shell command on the executors, a
 relation such as ``text.`/etc/hostname` `` reads any local file, and `reflect` calls any
-Java method. So the query is first parsed by Spark's own parser (which runs nothing)
-and its unresolved plan walked against an allow-list; only a plan that passes is then
-analyzed, over empty views of the right schema, by `session.sql`, which for a query only
-plans.
+Java method. So a query is judged twice:
+
+1. Parsed by Spark's own parser (which runs nothing), its unresolved plan walked against
+   an allow-list of query operators and the names of refused functions, so that no
+   command and no reflection reaches Spark's analyzer.
+2. Analysed by `session.sql` (which for a query only plans) in a session that cannot read
+   files by name (`spark.sql.runSQLOnFiles=false`), and the analysed plan judged by
+   `worker.sql_plan`: what the text named no longer matters, only what will run.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from pyspark.errors import PySparkException
 
+from worker.sql_plan import (
+    DEFAULT_MAX_GENERATED,
+    MAX_GENERATED_KEY,
+    USER_DEFINED,
+    PlanRules,
+    plan_problem,
+)
+
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 QUERY_OPERATORS: Final = frozenset(
     {
@@ -56,7 +69,8 @@ QUERY_OPERATORS: Final = frozenset(
     }
 )
 """The unresolved plan nodes Spark's parser makes for a query: everything else (every
-command, `ScriptTransformation`, `InsertIntoDir`, table-valued functions, ...) is refused."""
+command, `ScriptTransformation`, `InsertIntoDir`, table-valued functions, a table named
+through `IDENTIFIER(...)`) is refused."""
 DENIED_FUNCTIONS: Final = frozenset(
     {
         "reflect",
@@ -77,12 +91,13 @@ DENIED_FUNCTIONS: Final = frozenset(
 )
 """Built-ins that are refused all the same: reflection calls any static Java method, and
 an XML parser may be made to fetch external entities (files, URLs)."""
-DENIED_EXPRESSIONS: Final = frozenset(
-    {"CallMethodViaReflection", "ScalaUDF", "ScalaUDAF", "PythonUDF", "PythonUDAF", "PythonUDTF"}
-)
-"""Resolved expressions that run code a user chose; refused should one slip past the
-names (defense in depth)."""
+NAMED_BY_AN_EXPRESSION: Final = "ExpressionWithUnresolvedIdentifier"
+"""`IDENTIFIER('...')(...)`: a function whose name is known only once analysed."""
+QUERY_SESSION_CONF: Final = {"spark.sql.runSQLOnFiles": "false"}
+"""What every session that runs a connector's SQL is set to: ``json.`/path` `` is then an
+unknown table, not a file read."""
 _SUBQUERY: Final = "org.apache.spark.sql.catalyst.expressions.SubqueryExpression"
+_EXPRESSION: Final = "org.apache.spark.sql.catalyst.expressions.Expression"
 
 
 class QueryNotAllowed(ValueError):
@@ -100,25 +115,37 @@ def _first_line(error: BaseException) -> str:
 
 
 class _Walk:
-    """One walk over a plan tree: its nodes (CTE definitions and subqueries included) and
-    every expression in them."""
+    """One walk over an unresolved plan tree: its nodes (CTE definitions and subqueries
+    included) and every expression in them, those of `WINDOW` definitions and hints
+    too, which are not among a node's expressions."""
 
     def __init__(self, spark: SparkSession) -> None:
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         self._subquery = jvm.java.lang.Class.forName(_SUBQUERY)
+        self._expression = jvm.java.lang.Class.forName(_EXPRESSION)
 
     def plans(self, plan: Any) -> Iterator[Any]:
         yield plan
-        for expression in _items(plan.expressions()):
+        for expression in self._own_expressions(plan):
             yield from self._subplans(expression)
         for child in (*_items(plan.children()), *_items(plan.innerChildren())):
             yield from self.plans(child)
 
     def expressions(self, plan: Any) -> Iterator[Any]:
         for node in self.plans(plan):
-            for expression in _items(node.expressions()):
+            for expression in self._own_expressions(node):
                 yield from self._tree(expression)
+
+    def _own_expressions(self, node: Any) -> Iterator[Any]:
+        yield from _items(node.expressions())
+        kind = node.nodeName()
+        if kind == "WithWindowDefinition":
+            definitions = node.windowDefinitions().valuesIterator()
+            while definitions.hasNext():
+                yield definitions.next()
+        elif kind == "UnresolvedHint":
+            yield from (p for p in _items(node.parameters()) if self._expression.isInstance(p))
 
     def _tree(self, expression: Any) -> Iterator[Any]:
         yield expression
@@ -142,8 +169,10 @@ def _function_name(expression: Any) -> str | None:
 
 
 def check_query(spark: SparkSession, sql: str, relations: Collection[str]) -> None:
-    """Raise `QueryNotAllowed` unless `sql` is one query that reads only `relations` (and
-    its own CTEs) with built-in functions. Parses only; runs nothing."""
+    """Raise `QueryNotAllowed` unless `sql` parses as one query that names only
+    `relations` (and its own CTEs) and built-in functions. Parses only; runs nothing.
+    Spark substitutes a CTE for a one-part name only, so only a one-part name may
+    name a relation."""
     try:
         plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
     except Exception as exc:
@@ -161,11 +190,13 @@ def check_query(spark: SparkSession, sql: str, relations: Collection[str]) -> No
         if kind not in QUERY_OPERATORS:
             raise QueryNotAllowed(f"only a query is allowed, not {kind}")
         if kind == "UnresolvedRelation":
-            relation = ".".join(_items(node.multipartIdentifier()))
-            if relation.lower() not in allowed:
+            parts = list(_items(node.multipartIdentifier()))
+            if len(parts) != 1 or parts[0].lower() not in allowed:
                 readable = ", ".join(sorted(relations))
-                raise QueryNotAllowed(f"a query may read only {readable}, not {relation}")
+                raise QueryNotAllowed(f"a query may read only {readable}, not {'.'.join(parts)}")
     for expression in walk.expressions(plan):
+        if expression.nodeName() == NAMED_BY_AN_EXPRESSION:
+            raise QueryNotAllowed("IDENTIFIER(...) is not allowed: name functions directly")
         name = _function_name(expression)
         if name is None:
             continue
@@ -175,18 +206,54 @@ def check_query(spark: SparkSession, sql: str, relations: Collection[str]) -> No
             raise QueryNotAllowed(f"only Spark's built-in functions are allowed, not {name}")
 
 
-def analyze_query(spark: SparkSession, sql: str, views: Mapping[str, str]) -> None:
-    """`check_query`, then Spark's analyzer over an empty view per name (`views`: name to
-    DDL schema) in a session of its own: unknown columns and type errors are found
-    before any data is. Runs nothing: a query's DataFrame is only planned."""
-    check_query(spark, sql, views)
+def query_session(spark: SparkSession) -> SparkSession:
+    """A session of its own for a connector's SQL (temporary views are per session), set
+    as `QUERY_SESSION_CONF` says."""
     session = spark.newSession()
-    for name, schema in views.items():
-        session.createDataFrame([], schema).createOrReplaceTempView(name)
+    for key, value in QUERY_SESSION_CONF.items():
+        session.conf.set(key, value)
+    return session
+
+
+def max_generated(spark: SparkSession) -> int:
+    """The worker's `MAX_GENERATED_KEY`, checked when the worker's config is loaded."""
+    return int(spark.conf.get(MAX_GENERATED_KEY, str(DEFAULT_MAX_GENERATED)) or 0)
+
+
+def _denied_classes(spark: SparkSession) -> frozenset[str]:
+    """The expressions the refused built-ins resolve to (by simple class name)."""
+    registry = spark._jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
+    identifier = spark._jvm.org.apache.spark.sql.catalyst.FunctionIdentifier
+    classes = set(USER_DEFINED) | {"CallMethodViaReflection"}
+    for name in DENIED_FUNCTIONS:
+        info = registry.lookupFunction(identifier.apply(name))
+        if info.isDefined():
+            classes.add(str(info.get().getClassName()).rsplit(".", 1)[-1])
+    return frozenset(classes)
+
+
+def checked_query(session: SparkSession, sql: str, views: Mapping[str, DataFrame]) -> DataFrame:
+    """`sql` over `views` (registered in `session` under their names), once both checks
+    passed; `session` is a `query_session`. Plans only: nothing runs."""
+    check_query(session, sql, views)
+    for name, frame in views.items():
+        frame.createOrReplaceTempView(name)
     try:
-        analyzed = session.sql(sql)._jdf.queryExecution().analyzed()
+        query = session.sql(sql)
+        plan = json.loads(query._jdf.queryExecution().analyzed().toJSON())
     except PySparkException as exc:
         raise QueryNotAllowed(_first_line(exc)) from None
-    for expression in _Walk(spark).expressions(analyzed):
-        if expression.nodeName() in DENIED_EXPRESSIONS:
-            raise QueryNotAllowed(f"{expression.nodeName()} is not allowed")
+    rules = PlanRules(tuple(views), _denied_classes(session), max_generated(session))
+    problem = plan_problem(plan, rules)
+    if problem is not None:
+        raise QueryNotAllowed(problem)
+    return query
+
+
+def analyze_query(spark: SparkSession, sql: str, views: Mapping[str, str]) -> None:
+    """`checked_query` over an empty view per name (`views`: name to DDL schema): unknown
+    columns and type errors are found before any data is."""
+    session = query_session(spark)
+    checked_query(
+        session, sql, {name: session.createDataFrame([], schema) for name, schema in views.items()}
+    )

@@ -7,13 +7,19 @@ from pathlib import Path
 
 import pytest
 from aiokafka import TopicPartition
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from worker.connectors.kafka_to_files import ASSIGN_KEY, KafkaToFilesTask
 from worker.kafka.source import SCHEMA, format_assignment
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
-from worker.sql_policy import QueryNotAllowed, analyze_query, check_query
+from worker.sql_policy import (
+    QueryNotAllowed,
+    analyze_query,
+    check_query,
+    query_session,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
@@ -93,6 +99,74 @@ def test_queries_over_source_are_accepted_and_analyzed(spark: SparkSession, sql:
     analyze_query(spark, sql, VIEWS)
 
 
+@pytest.mark.parametrize(
+    ("sql", "fragment"),
+    [
+        (
+            "WITH `text./etc/hostname` AS (SELECT CAST(1 AS BINARY) AS value) "
+            "SELECT value FROM text.`/etc/hostname`",
+            "text./etc/hostname",
+        ),
+        (
+            "SELECT topic FROM source WINDOW w AS "
+            "(PARTITION BY xpath_string(CAST(value AS STRING), '/a'))",
+            "xpath_string",
+        ),
+        (
+            "SELECT max(offset) OVER w FROM source WINDOW w AS "
+            "(PARTITION BY from_xml(CAST(value AS STRING), 'a INT'))",
+            "from_xml",
+        ),
+        (
+            "SELECT max(offset) OVER w FROM source WINDOW w AS "
+            "(PARTITION BY (SELECT max(value) FROM text.`/etc/hostname`))",
+            "text./etc/hostname",
+        ),
+        (
+            "SELECT IDENTIFIER('xpath_string')(CAST(value AS STRING), '/a') FROM source",
+            "IDENTIFIER",
+        ),
+        ("SELECT * FROM IDENTIFIER('text.`/etc/hostname`')", "PlanWithUnresolvedIdentifier"),
+        (
+            "SELECT /*+ REPARTITION(3, reflect('java.lang.String', 'valueOf', 1)) */ * FROM source",
+            "reflect",
+        ),
+        ("SELECT explode(sequence(1, 400000000)) FROM source", "sequence"),
+        ("SELECT explode(sequence(1, CAST(offset AS INT))) FROM source", "sequence"),
+        ("SELECT array_repeat(value, 400000000) FROM source", "array_repeat"),
+        ("SELECT repeat(CAST(value AS STRING), CAST(offset AS INT)) FROM source", "repeat"),
+        ("SELECT lpad(topic, 2000000000, ' ') FROM source", "lpad"),
+        ("SELECT printf('%2000000000d', partition) FROM source", "printf"),
+    ],
+)
+def test_what_the_text_hides_is_judged_once_analysed(
+    spark: SparkSession, sql: str, fragment: str
+) -> None:
+    """Each of these passed `analyze_query` once: a CTE named like a file table (Spark
+    substitutes a CTE for a one-part name only, and read the file), functions named in a
+    `WINDOW` clause, a hint or `IDENTIFIER()`, and generators that filled the heap."""
+    with pytest.raises(QueryNotAllowed) as caught:
+        analyze_query(spark, sql, VIEWS)
+    assert fragment in str(caught.value)
+
+
+def test_a_generator_within_the_workers_bound_is_accepted(spark: SparkSession) -> None:
+    analyze_query(
+        spark,
+        "SELECT explode(sequence(1, 1000)), lpad(topic, 10, '0'), printf('%05d', partition) "
+        "FROM source",
+        VIEWS,
+    )
+
+
+def test_a_connectors_sql_cannot_name_a_file_as_a_table(spark: SparkSession) -> None:
+    """Whatever a check misses: in the session a task's SQL runs in, a file is no table."""
+    session = query_session(spark)
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        session.sql("SELECT * FROM text.`/etc/hostname`")
+    assert spark.sql("SELECT * FROM text.`/etc/hostname`").count() == 1, "Spark's default"
+
+
 def test_the_analyzer_names_an_unknown_column(spark: SparkSession) -> None:
     with pytest.raises(QueryNotAllowed, match="no_such_column"):
         analyze_query(spark, "SELECT no_such_column FROM source", VIEWS)
@@ -134,5 +208,27 @@ def test_a_task_refuses_a_query_that_reached_its_config_unchecked(
     with pytest.raises(QueryNotAllowed, match="ScriptTransformation"):
         KafkaToFilesTask().start(spark, context)
     assert not marker.exists()
+    assert not (tmp_path / "out").exists()
+    assert not [q for q in spark.streams.active if q.name == context.query_name]
+
+
+def test_a_task_refuses_a_cte_named_like_a_file_table(spark: SparkSession, tmp_path: Path) -> None:
+    """The task's own check, against its real `source` view: this query once ran and
+    wrote the file's lines into the connector's output."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("never in the output\n")
+    config = {
+        "connector.class": "kafka-to-files",
+        "kafka.bootstrap.servers": "127.0.0.1:9",
+        "kafka.client": "python",
+        "topics": "t",
+        "output.path": str(tmp_path / "out"),
+        "transform.sql": f"WITH `text.{secret}` AS (SELECT * FROM source) "
+        f"SELECT CAST(value AS STRING) AS value FROM text.`{secret}`",
+        ASSIGN_KEY: format_assignment([TopicPartition("t", 0)]),
+    }
+    context = TaskContext("cte", 0, config, config, tmp_path / "checkpoints" / "cte" / "0")
+    with pytest.raises(QueryNotAllowed, match="not text"):
+        KafkaToFilesTask().start(spark, context)
     assert not (tmp_path / "out").exists()
     assert not [q for q in spark.streams.active if q.name == context.query_name]

@@ -36,7 +36,7 @@ from worker.plugins import (
     TaskContext,
     parse_config,
 )
-from worker.sql_policy import QueryNotAllowed, analyze_query, check_query
+from worker.sql_policy import QueryNotAllowed, analyze_query, checked_query, query_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -125,11 +125,12 @@ def check_not_read_elsewhere(context: TaskContext, assigned: list[TopicPartition
 class KafkaToFilesTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         """In a session of its own, so `transform.sql`'s view named `source` is this
-        task's and no other's (sessions share the SparkContext, not temporary views)."""
+        task's and no other's (sessions share the SparkContext, not temporary views);
+        the query is checked again, as admission did, against the real view."""
         settings = parse_config(KafkaToFilesSettings, context.task_config)
         assigned = parse_assignment(context.task_config[ASSIGN_KEY])
         check_not_read_elsewhere(context, assigned)
-        session = spark.newSession()
+        session = query_session(spark)
         records = read_kafka(
             session,
             settings.connection,
@@ -137,10 +138,8 @@ class KafkaToFilesTask(Task):
             settings.starting_offsets,
             settings.kafka_client,
         )
-        records.createOrReplaceTempView(SOURCE_VIEW)
-        check_query(session, settings.transform_sql, {SOURCE_VIEW})
         return start_file_sink(
-            session.sql(settings.transform_sql),
+            checked_query(session, settings.transform_sql, {SOURCE_VIEW: records}),
             context,
             settings.output_path,
             settings.output_format,
