@@ -8,6 +8,7 @@ request makes at most two hops even while leadership moves.
 from __future__ import annotations
 
 import ssl
+from urllib.parse import quote
 
 import httpx
 from fastapi import Request, Response
@@ -21,10 +22,23 @@ FORWARD_TIMEOUT = httpx.Timeout(DEFAULT_REQUEST_TIMEOUT_S + 10.0, connect=10.0)
 that), so a follower never gives up on a write the leader is still going to make."""
 
 
+def leader_path(path: str) -> str:
+    """The decoded `path` this worker routed on, each segment percent-encoded again.
+
+    A name may hold `?`, `#`, `%` or spaces: sent decoded, the leader would read
+    `victim?x` as `victim` plus a query and act on another connector. Encoding what this
+    worker decoded makes the leader decode the very same path, so it routes to the same
+    handler with the same name. The client's raw path is not replayed instead: ASGI
+    servers need not provide it, and it may hold bytes (raw UTF-8, say) that an HTTP
+    client would encode once more on the way.
+    """
+    return "/".join(quote(segment, safe="") for segment in path.split("/"))
+
+
 async def forward_to_leader(
     request: Request, leader_url: str, verify: ssl.SSLContext | bool = True
 ) -> Response:
-    target = leader_url.rstrip("/") + request.url.path
+    target = leader_url.rstrip("/") + leader_path(request.scope["path"])
     headers = {
         key: value
         for key, value in request.headers.items()
