@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from herder.errors import InvalidOffsets
 from rest.herder_api import HerderDep
 from rest.models import ConnectorName, ErrorBody
+from worker.checkpoint_offsets import OffsetsError, check_offset
 
 ALTERED = "The offsets for this connector have been altered successfully"
 RESET = "The offsets for this connector have been reset successfully"
@@ -85,6 +86,11 @@ def _by_task(body: ConnectorOffsetsBody) -> dict[int, dict[int, Any]]:
                 f'offsets[{index}].partition must be {{"task": n, "source": i}} with '
                 f"non-negative integers (got {partition})"
             )
+        if entry.offset is not None:
+            try:
+                check_offset(entry.offset, f"offsets[{index}].offset")
+            except OffsetsError as exc:
+                raise InvalidOffsets(str(exc)) from exc
         by_task.setdefault(task, {})[source] = entry.offset
     return by_task
 

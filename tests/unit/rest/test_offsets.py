@@ -134,3 +134,46 @@ def test_altering_no_offsets_answers_400(client: TestClient, herder: FakeHerder)
     assert answer.status_code == 400
     assert answer.json() == {"error_code": 400, "message": "Partitions to modify cannot be empty"}
     assert herder.altered == []
+
+
+@pytest.mark.parametrize(
+    ("offset", "shown"),
+    [
+        ("NaN", "NaN"),
+        ("Infinity", "Infinity"),
+        ("-Infinity", "-Infinity"),
+        ("1e400", "Infinity"),
+        ("2.5", "2.5"),
+        ("true", "true"),
+        ("-3", "-3"),
+        ("9223372036854775808", "9223372036854775808"),
+        ('"7"', '"7"'),
+    ],
+)
+def test_an_offset_that_is_no_position_answers_400_and_alters_nothing(
+    client: TestClient, herder: FakeHerder, offset: str, shown: str
+) -> None:
+    """Python's JSON parser reads `NaN` and `Infinity`, so the body is sent as written."""
+    herder.add("gen", tasks=2, target=TargetState.STOPPED)
+    body = (
+        '{"offsets": [{"partition": {"task": 0}, "offset": {"offset": 5}}, '
+        f'{{"partition": {{"task": 1}}, "offset": {{"offset": {offset}, "timestamp": 0}}}}]}}'
+    )
+    answer = client.patch(
+        "/connectors/gen/offsets", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "error_code": 400,
+        "message": "offsets[1].offset.offset must be an integer from 0 to "
+        f"9223372036854775807 (got {shown})",
+    }
+    assert herder.altered == []
+
+
+def test_the_largest_position_is_accepted(client: TestClient, herder: FakeHerder) -> None:
+    herder.add("gen", target=TargetState.STOPPED)
+    body = offsets(({"task": 0}, {"orders": {"0": 2**63 - 1}}))
+    answer = client.patch("/connectors/gen/offsets", json=body)
+    assert answer.status_code == 200
+    assert herder.altered == [("gen", {0: {0: {"orders": {"0": 2**63 - 1}}}})]

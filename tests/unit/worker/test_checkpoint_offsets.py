@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from worker.checkpoint_offsets import (
+    MAX_POSITION,
     OffsetsError,
     SourceOffset,
     alter_offsets,
+    check_offset,
     committed_offsets,
     reset_offsets,
 )
@@ -95,3 +97,44 @@ def test_reset_removes_the_checkpoint(tmp_path: Path) -> None:
     assert reset_offsets(root) is True
     assert not root.exists()
     assert reset_offsets(root) is False
+
+
+@pytest.mark.parametrize(
+    "offset",
+    [
+        {"offset": 0, "timestamp": 1795423176110},
+        {"orders": {"0": 12, "1": MAX_POSITION}, "audit": {}},
+        {"logOffset": 3},
+        {},
+    ],
+    ids=["generator", "kafka", "files", "empty"],
+)
+def test_every_source_offset_shape_passes_the_check(offset: object) -> None:
+    check_offset(offset)
+
+
+@pytest.mark.parametrize(
+    ("offset", "message"),
+    [
+        (
+            {"offset": float("nan")},
+            "offset.offset must be an integer from 0 to 9223372036854775807 (got NaN)",
+        ),
+        ({"offset": float("inf")}, "(got Infinity)"),
+        ({"offset": 1.5}, "(got 1.5)"),
+        ({"offset": 5.0}, "(got 5.0)"),
+        ({"offset": True}, "(got true)"),
+        ({"offset": -1}, "(got -1)"),
+        ({"offset": MAX_POSITION + 1}, "(got 9223372036854775808)"),
+        ({"offset": "12"}, '(got "12")'),
+        ({"offset": None}, "(got null)"),
+        ({"orders": {"0": [1]}}, "offset.orders.0 must be an integer"),
+        ({"orders": {"0": "x" * 100}}, '(got "' + "x" * 39 + "...)"),
+        (12, "offset must be a JSON object, the source's own offset (got 12)"),
+        ([{"offset": 1}], "offset must be a JSON object"),
+    ],
+)
+def test_an_offset_spark_could_not_read_back_is_refused(offset: object, message: str) -> None:
+    with pytest.raises(OffsetsError) as refused:
+        check_offset(offset)
+    assert message in str(refused.value)
