@@ -36,6 +36,7 @@ from worker.checkpoint_offsets import (
     committed_offsets,
     reset_offsets,
 )
+from worker.config_bounds import ConfigTooLarge, check_config_bounds
 from worker.task_state import TaskState
 
 log = logging.getLogger(__name__)
@@ -127,12 +128,20 @@ class ClusterAdmin:
     async def patch_connector_config(
         self, name: str, patch: Mapping[str, str | None]
     ) -> ConnectorView:
-        """Merge `patch` into the config; a None value removes that key (KIP-477)."""
+        """Merge `patch` into the config; a None value removes that key (KIP-477).
+
+        REST bounded the patch, not the merge: patches within the bounds could still grow
+        a config past them, one write at a time.
+        """
         await self._leader_caught_up()
         current = self._configs.snapshot().connectors.get(name)
         if current is None:
             raise ConnectorNotFound(name)
         merged = {key: value for key, value in {**current, **patch}.items() if value is not None}
+        try:
+            check_config_bounds(merged)
+        except ConfigTooLarge as exc:
+            raise InvalidConnectorConfig(str(exc)) from exc
         return await self._write_config(name, merged, None)
 
     async def _write_config(

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, SecretStr
 from pydantic.fields import FieldInfo
 
 from rest.errors import error_response
-from rest.models import ConfigValue, ErrorBody, config_string, string_config
+from rest.models import ConnectorConfig, ErrorBody, config_string, string_config
 from worker.connector_configs import RegistryPlugins
 from worker.plugin_registry import (
     CONNECTOR_CLASS,
@@ -109,9 +109,7 @@ def connector_plugins_router(plugins: RegistryPlugins) -> APIRouter:
         response_model=ConfigInfos,
         responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
     )
-    async def validate_config(
-        plugin: str, config: dict[str, ConfigValue]
-    ) -> ConfigInfos | Response:
+    async def validate_config(plugin: str, config: ConnectorConfig) -> ConfigInfos | Response:
         """An invalid value is reported inside the 200 answer, not as an HTTP error.
         Off the event loop: a plugin's checks may ask Spark."""
         try:

@@ -19,7 +19,7 @@ from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
 from rest.herder_api import HerderApi, HerderDep
 from rest.models import (
-    ConfigValue,
+    ConnectorConfig,
     ConnectorInfoBody,
     ConnectorName,
     ConnectorStateBody,
@@ -97,7 +97,7 @@ def connectors_router() -> APIRouter:
         responses={201: {"model": ConnectorInfoBody}},
     )
     async def put_connector_config(
-        herder: HerderDep, name: ConnectorName, config: dict[str, ConfigValue]
+        herder: HerderDep, name: ConnectorName, config: ConnectorConfig
     ) -> JSONResponse:
         """201 with a Location when this created the connector, 200 when it updated it."""
         created, view = await herder.put_connector_config(name, string_config(config))
@@ -110,7 +110,7 @@ def connectors_router() -> APIRouter:
 
     @router.patch("/{name}/config", response_model=ConnectorInfoBody)
     async def patch_connector_config(
-        herder: HerderDep, name: ConnectorName, patch: dict[str, ConfigValue]
+        herder: HerderDep, name: ConnectorName, patch: ConnectorConfig
     ) -> ConnectorInfoBody:
         """Merge into the config; a null value removes that key (KIP-477)."""
         changes = {k: None if v is None else config_string(v) for k, v in patch.items()}

@@ -10,9 +10,20 @@ from pydantic import AfterValidator, BaseModel, Field
 from typing_extensions import TypedDict
 
 from herder.views import WorkerState
+from worker.config_bounds import check_config_bounds
 from worker.names import check_name
 
 ConfigValue = str | int | float | bool | None
+
+
+def _bounded(config: dict[str, ConfigValue]) -> dict[str, ConfigValue]:
+    check_config_bounds(config)
+    return config
+
+
+ConnectorConfig = Annotated[dict[str, ConfigValue], AfterValidator(_bounded)]
+"""A config (or a patch of one) from a request body: every route that takes one gets the
+same bounds, refused as a 400 before the request is queued for the herder."""
 
 ConnectorName = Annotated[str, AfterValidator(partial(check_name, what="connector name"))]
 """A connector name from a body or a path segment: both get exactly the same check, on
@@ -42,7 +53,7 @@ InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
 
 class CreateConnectorRequest(BaseModel):
     name: ConnectorName = Field(description="Unique connector name")
-    config: dict[str, ConfigValue] = Field(description="Connector configuration")
+    config: ConnectorConfig = Field(description="Connector configuration")
     initial_state: InitialState | None = Field(
         default=None, description="KIP-980: the state the connector starts in (RUNNING if unset)"
     )

@@ -193,7 +193,10 @@ def test_outputs_may_not_overlap_nor_lie_in_the_checkpoints(probe: Probe, tmp_pa
         ({"tasks.max": "1001"}, "tasks.max.limit"),
         ({"rows.per.second": str(10**19)}, "rows.per.second"),
         ({"batch.interval.ms": str(2**31)}, "batch.interval.ms"),
-        ({"tasks.max": "2", "padding": "x" * 600_000}, "task configs"),
+        (
+            {"tasks.max": "2", **{f"padding.{i}": "x" * 40_000 for i in range(15)}},
+            "task configs",
+        ),
     ],
 )
 def test_limits_are_a_400_naming_the_setting(
@@ -246,6 +249,47 @@ def test_offsets_of_a_task_that_does_not_exist_are_refused(probe: Probe, tmp_pat
         assert probe.call("PATCH", "/connectors/offsets/offsets", json=huge).status_code == 400
     finally:
         probe.call("DELETE", "/connectors/offsets")
+
+
+def test_an_offset_spark_could_not_read_back_is_refused(probe: Probe, tmp_path: Path) -> None:
+    """JSON's `NaN`, which Python's parser reads, once went into the checkpoint as is."""
+    assert probe.create("nan-offsets", generator_config(tmp_path, 1)).status_code == 201
+    try:
+        for offset in ("NaN", "1.5", "true", "-1", str(2**63)):
+            body = (
+                f'{{"offsets": [{{"partition": {{"task": 0}}, "offset": {{"offset": {offset}}}}}]}}'
+            )
+            answer = probe.call(
+                "PATCH",
+                "/connectors/nan-offsets/offsets",
+                content=body,
+                headers={"Content-Type": "application/json"},
+            )
+            message = error_of(answer, 400)
+            assert message.startswith("offsets[0].offset.offset must be an integer"), message
+        probe.alive()
+    finally:
+        probe.call("DELETE", "/connectors/nan-offsets")
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/connectors"),
+        ("PUT", "/connectors/bounded/config"),
+        ("PATCH", "/connectors/bounded/config"),
+        ("PUT", "/connector-plugins/generator/config/validate"),
+    ],
+)
+def test_a_config_of_60000_keys_is_refused_before_it_is_queued(
+    probe: Probe, tmp_path: Path, method: str, path: str
+) -> None:
+    config = {**generator_config(tmp_path, 1), **{str(i): "v" for i in range(60_000)}}
+    body = {"name": "bounded", "config": config} if method == "POST" else config
+    answer = probe.call(method, path, json=body)
+    assert "at most 1000 keys (got 60005)" in error_of(answer, 400)
+    assert "bounded" not in probe.call("GET", "/connectors").json()
+    probe.alive()
 
 
 def kafka_to_files(probe: Probe, output: Path, sql: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ from tests.unit.herder.memory_cluster import (
     running_herder,
     until,
 )
+from worker.config_bounds import MAX_CONFIG_KEYS
 from worker.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
@@ -77,6 +78,16 @@ async def test_a_refused_config_is_an_error_and_nothing_is_stored(tmp_path: Path
         with pytest.raises(InvalidConnectorConfig, match="bad: refused"):
             await herder.create_connector("broken", {**CONFIG, "bad": "yes"})
         assert herder.connector_names() == [] and runtime.starts == []
+
+
+async def test_patches_within_the_bounds_cannot_grow_a_config_past_them(tmp_path: Path) -> None:
+    async with running_herder(tmp_path, LoneCoordinator()) as (herder, _):
+        await herder.create_connector("grown", CONFIG)
+        stored = dict(herder.connector("grown").config)
+        padding = {f"pad.{i}": "x" for i in range(MAX_CONFIG_KEYS - len(stored) + 1)}
+        with pytest.raises(InvalidConnectorConfig, match=f"at most {MAX_CONFIG_KEYS} keys"):
+            await herder.patch_connector_config("grown", padding)
+        assert herder.connector("grown").config == stored
 
 
 async def test_work_follows_config_changes_through_rebalances(tmp_path: Path) -> None:
