@@ -117,6 +117,7 @@ class WorkerService:
             providers=providers,
             checkpoint_root=config.checkpoint_root,
             tasks_max_limit=config.tasks_max_limit,
+            allowed_paths=config.connector_allowed_paths,
             spark=self._spark.get,
             kafka_security=config.kafka_security_settings,
         )

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from worker.config_providers import ConfigProviderError, ConfigProviders, has_placeholder
 from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
 from worker.kafka_security import ClientRole, security_settings
-from worker.locations import Locations, location_problems
+from worker.locations import Locations, location_problems, placed_locations
 from worker.plugin_registry import (
     CONNECTOR_CLASS,
     FrameworkSettings,
@@ -69,6 +69,7 @@ class RegistryPlugins:
         spark: Callable[[], SparkSession],
         cwd: Path | None = None,
         kafka_security: Mapping[str, str] | None = None,
+        allowed_paths: Sequence[str] = (),
     ) -> None:
         self._registry = registry
         self._providers = providers
@@ -77,6 +78,7 @@ class RegistryPlugins:
         self._spark = spark
         self._cwd = cwd or Path.cwd()
         self._kafka_security = dict(kafka_security or {})
+        self._allowed_paths = tuple(allowed_paths)
 
     @property
     def registry(self) -> PluginRegistry:
@@ -84,7 +86,24 @@ class RegistryPlugins:
 
     def validate(self, config: Mapping[str, str]) -> None:
         """The cheap checks: what a worker repeats when it starts a connector."""
-        self.validated(config)
+        resolved, validated = self.validated(config)
+        self.placed(type(validated.connector), config, resolved)
+
+    def placed(
+        self, connector: type[Connector], raw: Mapping[str, str], resolved: Mapping[str, str]
+    ) -> dict[str, str]:
+        """`resolved` with each location in the normal form the checks judged, the text a
+        task hands Spark; refused when a location breaks a rule that needs no other
+        connector (a config stored before the rule was, or a symlink changed since)."""
+        forms, problems = placed_locations(
+            self._locations(connector, resolved),
+            self._checkpoint_root,
+            self._cwd,
+            self._allowed_paths,
+        )
+        if problems:
+            raise ConnectorConfigError(_masked(problems, raw, resolved))
+        return {**resolved, **forms}
 
     def validated(self, config: Mapping[str, str]) -> tuple[dict[str, str], ValidatedConnector]:
         """The resolved config and its plugin, for a task about to start. A problem with
@@ -156,6 +175,7 @@ class RegistryPlugins:
             {name: self._written(other) for name, other in others.items()},
             self._checkpoint_root,
             self._cwd,
+            self._allowed_paths,
         )
         if problems:
             raise ConnectorConfigError(problems)

@@ -331,10 +331,16 @@ class SparkTaskRuntime:
         of their own (the query's run id), so stopping one task cancels only its jobs.
         A claim overtaken while the query started means another worker started it too:
         this one stops again at once. The configs arrive as stored; their `${...}`
-        placeholders are resolved only here, so a secret lives in this task alone.
+        placeholders are resolved only here, so a secret lives in this task alone, and
+        their locations are put in the normal form the checks judged, so the task hands
+        Spark that form and not the text (a location the rules refuse fails the task).
         """
-        connector_config, validated = self._plugins.validated(connector_config)
-        task_config = self._plugins.resolve(task_config)
+        resolved, validated = self._plugins.validated(connector_config)
+        connector = type(validated.connector)
+        connector_config = self._plugins.placed(connector, connector_config, resolved)
+        task_config = self._plugins.placed(
+            connector, task_config, self._plugins.resolve(task_config)
+        )
         task = validated.connector.create_task()
         checkpoint_dir = checkpoint_dir_for(self._checkpoint_root, task_id.connector, task_id.task)
         spark = self._session.get()

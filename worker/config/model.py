@@ -43,6 +43,7 @@ from worker.config.values import (
     Host,
     JavaInt,
     KafkaName,
+    LocationRoots,
     OptionalKafkaName,
     int_field,
 )
@@ -186,6 +187,12 @@ class WorkerConfig(BaseModel):
         description="a file path (one user:password or token per line)",
     )
     tasks_max_limit: JavaInt = int_field(1000, "tasks.max.limit", 1)
+    connector_allowed_paths: LocationRoots = Field(
+        (),
+        alias="connector.allowed.paths",
+        description="comma-separated directories or URIs without '?', '#', '~', '..', "
+        "'\\' or glob characters (empty: anywhere)",
+    )
     auto_restart_enabled: bool = Field(
         True, alias="auto.restart.enabled", description="'true' or 'false'"
     )

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from worker.locations import AmbiguousLocation, normal_form
+
 JAVA_INT_MAX: Final = 2**31 - 1
 KAFKA_NAME_RULE: Final = "1 to 249 letters, digits, '.', '_' or '-'"
 
@@ -105,6 +107,18 @@ def _absolute_directory(value: object) -> object:
     return Path(value).expanduser().resolve()
 
 
+def _location_roots(value: object) -> object:
+    """Comma-separated locations in the normal form connectors' paths are judged in
+    (`worker.locations`), resolved at load time as `checkpoint.root` is; empty: none."""
+    if not isinstance(value, str):
+        return value
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    try:
+        return tuple(normal_form(entry, Path.cwd()) for entry in entries)
+    except AmbiguousLocation:
+        raise ValueError(value) from None
+
+
 Host = Annotated[str, AfterValidator(_check_host)]
 KafkaName = Annotated[str, AfterValidator(_check_kafka_name)]
 OptionalKafkaName = Annotated[KafkaName | None, BeforeValidator(_empty_as_unset)]
@@ -112,3 +126,4 @@ JavaInt = Annotated[int, BeforeValidator(_parse_int)]
 BootstrapServers = Annotated[str, AfterValidator(_check_bootstrap_servers)]
 ConnectProtocol = Annotated[Literal["eager", "compatible"], BeforeValidator(_normalise_protocol)]
 AbsoluteDirectory = Annotated[Path, BeforeValidator(_absolute_directory)]
+LocationRoots = Annotated[tuple[str, ...], BeforeValidator(_location_roots)]
