@@ -3,7 +3,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+# Two stamps: `make run` installs what the service needs and nothing else; the tools of
+# the other targets (pytest, ruff, mypy, schemathesis, ...) come with `.[dev]`.
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 REST_PORT ?= 8083
 DATA_DIR ?= .sparkherd
 BROKER ?= tansu
@@ -12,12 +15,16 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: setup chromium jvm-tools run test lint typecheck unit integration bench clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
 
-setup: $(STAMP)
+$(DEV_STAMP): $(RUNTIME_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
+
+setup: $(DEV_STAMP)
 
 # The browser test (tests/integration/test_ui.py) renders /ui in Debian's chromium.
 chromium:
@@ -30,7 +37,7 @@ jvm-tools:
 	command -v mvn >/dev/null && command -v openssl >/dev/null || { $(SUDO) apt-get update -q && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven openssl; }
 
-run: setup $(if $(filter kafka,$(BROKER)),jvm-tools)
+run: $(RUNTIME_STAMP) $(if $(filter kafka,$(BROKER)),jvm-tools)
 	$(BIN)/sparkherd up --broker $(BROKER) --rest-port $(REST_PORT) --data-dir $(DATA_DIR)
 
 lint: setup
