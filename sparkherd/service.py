@@ -120,6 +120,7 @@ class WorkerService:
             allowed_paths=config.connector_allowed_paths,
             spark=self._spark.get,
             kafka_security=config.kafka_security_settings,
+            kafka_bootstrap_servers=config.bootstrap_servers,
         )
         self._runtime = SparkTaskRuntime(
             session=self._spark,

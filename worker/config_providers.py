@@ -11,6 +11,7 @@ select the built-ins; no other class is ever loaded.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,9 @@ WORKER_KEY_PREFIX: Final = "config.providers"
 PLACEHOLDER: Final = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
 """Kafka Connect's `ConfigTransformer` pattern: provider, optional path, key."""
 _CONNECT_PACKAGE: Final = "org.apache.kafka.common.config.provider."
+WORKER_VARIABLE_PREFIX: Final = "SPARKHERD_"
+"""Environment variables that are the worker's own settings (its Kafka login, its REST
+credentials among them): never a connector's to read through the `env` provider."""
 
 
 class ConfigProviderError(ValueError):
@@ -103,7 +107,8 @@ class _DirectoryProvider:
 
 @dataclass(frozen=True)
 class _EnvProvider:
-    """An environment variable (Connect's EnvVarConfigProvider); no path."""
+    """An environment variable (Connect's EnvVarConfigProvider); no path. The worker's own
+    `SPARKHERD_*` settings are out of reach even without an allow-list."""
 
     env: Mapping[str, str]
     allowlist: re.Pattern[str] | None
@@ -111,6 +116,10 @@ class _EnvProvider:
     def get(self, path: str, key: str) -> str:
         if path:
             raise ConfigProviderError(f"the env provider takes no path (got {path!r})")
+        if key.startswith(WORKER_VARIABLE_PREFIX):
+            raise ConfigProviderError(
+                f"variable {key!r} is a setting of the worker, not for connectors"
+            )
         if self.allowlist is not None and not self.allowlist.fullmatch(key):
             raise ConfigProviderError(f"variable {key!r} is not in this provider's allowlist")
         if key not in self.env:
@@ -151,6 +160,22 @@ def is_provider_key(key: str) -> bool:
 
 def has_placeholder(value: str) -> bool:
     return PLACEHOLDER.search(value) is not None
+
+
+def hide(text: str, secrets: Mapping[str, str]) -> str:
+    """`text` with every occurrence of a secret (`secrets`: value to placeholder) shown as
+    its placeholder: in any letter case (a check may have upper-cased it), as `repr`
+    escapes it, and with surrounding whitespace stripped (a file's trailing newline);
+    longest first, so no part of a secret survives a shorter one's replacement."""
+    forms: dict[str, str] = {}
+    for value, placeholder in secrets.items():
+        for form in (value, repr(value)[1:-1], value.strip()):
+            if form:
+                forms.setdefault(form.lower(), placeholder)
+    if not forms:
+        return text
+    pattern = "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True))
+    return re.sub(pattern, lambda found: forms[found.group(0).lower()], text, flags=re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -202,6 +227,18 @@ class ConfigProviders:
         secret is seen by the next resolution. Errors name the setting and the
         placeholder, never a value."""
         return {key: self._resolve_value(key, value) for key, value in config.items()}
+
+    def secrets(self, config: Mapping[str, str]) -> dict[str, str]:
+        """What each placeholder of `config` resolves to, mapped to the placeholder: the
+        values `hide` must keep out of anything a user reads. One that does not resolve
+        has no value to hide."""
+        found: dict[str, str] = {}
+        for key, value in config.items():
+            for match in PLACEHOLDER.finditer(value):
+                with contextlib.suppress(ConfigProviderError):
+                    found.setdefault(self._resolve_value(key, match.group(0)), match.group(0))
+        found.pop("", None)
+        return found
 
     def _resolve_value(self, key: str, value: str) -> str:
         def substitute(match: re.Match[str]) -> str:

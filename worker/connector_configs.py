@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from worker.config_providers import ConfigProviderError, ConfigProviders, has_placeholder
+from worker.config_providers import ConfigProviderError, ConfigProviders, has_placeholder, hide
 from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
+from worker.kafka.connection import same_cluster
 from worker.kafka_security import ClientRole, security_settings
 from worker.locations import Locations, location_problems, placed_locations
 from worker.plugin_registry import (
@@ -50,6 +51,11 @@ a broker accepts in one record, so no single task config can be refused either, 
 connector cannot flood the topic (a 990 KB config times 20 tasks would be 19.8 MB)."""
 
 
+class TaskConfigsUnavailable(RuntimeError):
+    """The plugin could not split its work now (its source unreachable, say); the message
+    is the cause's, its secrets hidden."""
+
+
 class RegistryPlugins:
     """Connector-level operations answered from a `PluginRegistry`.
 
@@ -69,6 +75,7 @@ class RegistryPlugins:
         spark: Callable[[], SparkSession],
         cwd: Path | None = None,
         kafka_security: Mapping[str, str] | None = None,
+        kafka_bootstrap_servers: str = "",
         allowed_paths: Sequence[str] = (),
     ) -> None:
         self._registry = registry
@@ -78,6 +85,7 @@ class RegistryPlugins:
         self._spark = spark
         self._cwd = cwd or Path.cwd()
         self._kafka_security = dict(kafka_security or {})
+        self._kafka_bootstrap_servers = kafka_bootstrap_servers
         self._allowed_paths = tuple(allowed_paths)
 
     @property
@@ -102,7 +110,7 @@ class RegistryPlugins:
             self._allowed_paths,
         )
         if problems:
-            raise ConnectorConfigError(_masked(problems, raw, resolved))
+            raise ConnectorConfigError(self._masked(problems, raw))
         return {**resolved, **forms}
 
     def validated(self, config: Mapping[str, str]) -> tuple[dict[str, str], ValidatedConnector]:
@@ -112,7 +120,7 @@ class RegistryPlugins:
         try:
             return resolved, validate_connector_config(self._registry, resolved)
         except ConnectorConfigError as exc:
-            raise ConnectorConfigError(_masked(exc.problems, config, resolved)) from None
+            raise ConnectorConfigError(self._masked(exc.problems, config)) from None
         except UnknownPluginError as exc:
             raise ValueError(str(exc)) from exc
 
@@ -121,14 +129,17 @@ class RegistryPlugins:
             resolved = self._providers.resolve(config)
         except ConfigProviderError as exc:
             raise ValueError(str(exc)) from exc
-        return {**self._kafka_defaults(config), **resolved}
+        return {**self._kafka_defaults(resolved), **resolved}
 
-    def _kafka_defaults(self, config: Mapping[str, str]) -> dict[str, str]:
-        """The worker's security settings for the plugin's Kafka clients, as `kafka.*`."""
-        if not self._kafka_security:
+    def _kafka_defaults(self, resolved: Mapping[str, str]) -> dict[str, str]:
+        """The worker's security settings for the plugin's Kafka clients, as `kafka.*`;
+        only for a connector of the worker's own cluster, so that no caller can have the
+        worker log in to a broker of the caller's choosing."""
+        servers = resolved.get(f"{CONNECTOR_KAFKA_PREFIX}bootstrap.servers", "")
+        if not self._kafka_security or not same_cluster(servers, self._kafka_bootstrap_servers):
             return {}
         try:
-            role: ClientRole = "consumer" if self.connector_type(config) == "sink" else "producer"
+            role: ClientRole = "consumer" if self.connector_type(resolved) == "sink" else "producer"
         except ValueError:
             return {}
         return {
@@ -143,13 +154,14 @@ class RegistryPlugins:
         placeholders, the framework's settings, the plugin's, then the plugin's Spark
         checks (only once the rest passed, and blocking: call it off the event loop)."""
         problems: list[ConfigProblem] = []
-        resolved = {**self._kafka_defaults(config), **config}
+        resolved = dict(config)
         for key, value in config.items():
             if has_placeholder(value):
                 try:
                     resolved.update(self._providers.resolve({key: value}))
                 except ConfigProviderError as exc:
                     problems.append(ConfigProblem(key, str(exc)))
+        resolved = {**self._kafka_defaults(resolved), **resolved}
         plugin = connector()
         for check in (self._check_framework, plugin.validate):
             try:
@@ -161,7 +173,7 @@ class RegistryPlugins:
                 plugin.validate_with_spark(resolved, self._spark())
             except ConnectorConfigError as exc:
                 problems.extend(exc.problems)
-        return _masked(problems, config, resolved)
+        return self._masked(problems, config)
 
     def admit(self, config: Mapping[str, str], others: Mapping[str, Mapping[str, str]]) -> None:
         """Raise `ValueError` unless `config` may be stored beside the `others` (every
@@ -178,7 +190,7 @@ class RegistryPlugins:
             self._allowed_paths,
         )
         if problems:
-            raise ConnectorConfigError(problems)
+            raise ConnectorConfigError(self._masked(problems, config))
         try:
             self.task_configs(config)
         except ValueError:
@@ -186,14 +198,40 @@ class RegistryPlugins:
         except Exception as exc:  # the outside world, e.g. an unreachable source cluster
             log.warning("Could not compute task configs to check their size now: %s", exc)
 
+    def hide(self, text: str, *configs: Mapping[str, str]) -> str:
+        """`text` (an error, a trace) with every value a placeholder of `configs`
+        resolves to shown as the placeholder: whatever a user or an operator reads."""
+        secrets: dict[str, str] = {}
+        for config in configs:
+            secrets.update(self._providers.secrets(config))
+        return hide(text, secrets)
+
+    def _masked(
+        self, problems: Iterable[ConfigProblem], config: Mapping[str, str]
+    ) -> list[ConfigProblem]:
+        secrets = self._providers.secrets(config)
+        return [ConfigProblem(p.key, hide(p.message, secrets)) for p in problems]
+
     def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
         """The plugin's task configs from the resolved config, with the placeholders put
-        back; refused when they would not fit the config topic."""
+        back; refused when they would not fit the config topic. Whatever goes wrong, the
+        error carries no resolved secret (the herder logs it)."""
+        try:
+            return self._task_configs(config)
+        except ConnectorConfigError as exc:
+            raise ConnectorConfigError(self._masked(exc.problems, config)) from None
+        except ValueError as exc:
+            raise ValueError(self.hide(str(exc), config)) from None
+        except Exception as exc:
+            cause = f"{type(exc).__name__}: {exc}"
+            raise TaskConfigsUnavailable(self.hide(cause, config)) from None
+
+    def _task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
         resolved = self.resolve(config)
         framework = parse_config(FrameworkSettings, resolved)
         connector = self._registry.resolve(framework.connector_class)()
         tasks_max = framework.tasks_max
-        inherited = self._kafka_defaults(config)
+        inherited = self._kafka_defaults(resolved)
         configs = [
             _stored_form(task, config, resolved, inherited)
             for task in connector.task_configs(resolved, tasks_max)[:tasks_max]
@@ -267,23 +305,6 @@ class RegistryPlugins:
             )
         except ValueError:
             return []
-
-
-def _masked(
-    problems: Iterable[ConfigProblem], raw: Mapping[str, str], resolved: Mapping[str, str]
-) -> list[ConfigProblem]:
-    """`problems`, with the value of every setting that came from a placeholder shown as
-    its placeholder: problems are answered over REST and kept in task traces."""
-    masked = []
-    for problem in problems:
-        message = problem.message
-        value = resolved.get(problem.key)
-        if value and problem.key in raw and has_placeholder(raw[problem.key]):
-            message = message.replace(repr(value), repr(raw[problem.key])).replace(
-                value, raw[problem.key]
-            )
-        masked.append(ConfigProblem(problem.key, message))
-    return masked
 
 
 def _stored_form(

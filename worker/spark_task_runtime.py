@@ -196,6 +196,9 @@ class _TaskRun:
 
     status: TaskStatus
     launch: asyncio.Future[_Launched]
+    configs: tuple[Mapping[str, str], ...]
+    """The connector's and the task's configs as stored: the secrets their placeholders
+    resolve to are hidden from the task's trace."""
     stopping: bool = False
 
 
@@ -295,7 +298,7 @@ class SparkTaskRuntime:
                 self._launch, task_id, dict(connector_config), dict(task_config), generation
             )
         )
-        run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch)
+        run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch, (connector_config, task_config))
         self._runs[task_id] = run
         self._progress.pop(task_id, None)
         self.startups.attempts += 1
@@ -498,6 +501,9 @@ class SparkTaskRuntime:
             log.debug("Could not read the tasks' progress: %s", exc)
 
     def _change(self, task_id: ConnectorTaskId, run: _TaskRun, status: TaskStatus) -> None:
+        """A trace is published (status topic, REST, `/ui`) and logged: never a secret."""
+        if status.trace is not None:
+            status = replace(status, trace=self._plugins.hide(status.trace, *run.configs))
         run.status = status
         if status.state is TaskState.FAILED:
             log.error("Task %s failed:\n%s", task_id, status.trace)

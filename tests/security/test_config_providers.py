@@ -174,3 +174,16 @@ def test_connects_provider_class_names_are_the_built_ins(
         {"APP_USER": "svc"},
     )
     assert resolver.resolve({"k": placeholder.replace("SECRETS", str(secrets))}) == {"k": value}
+
+
+def test_the_env_provider_never_reads_the_workers_own_settings() -> None:
+    """Without an allow-list, `${env:SPARKHERD_SASL_JAAS_CONFIG}` once handed a connector
+    the worker's own Kafka login."""
+    env = {"SPARKHERD_SASL_JAAS_CONFIG": SECRET, "APP_USER": "svc"}
+    open_env = ConfigProviders.from_worker_settings(
+        {"config.providers": "env", "config.providers.env.class": "env"}, env
+    )
+    with pytest.raises(ConfigProviderError, match="setting of the worker") as refused:
+        open_env.resolve({"kafka.sasl.jaas.config": "${env:SPARKHERD_SASL_JAAS_CONFIG}"})
+    assert SECRET not in str(refused.value)
+    assert open_env.resolve({"user": "${env:APP_USER}"}) == {"user": "svc"}

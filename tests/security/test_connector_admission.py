@@ -97,28 +97,40 @@ def test_an_unknown_class_is_a_users_error(secrets: Path, tmp_path: Path) -> Non
     assert not isinstance(caught.value, UnknownPluginError)
 
 
-def test_the_workers_kafka_login_reaches_plugins_but_never_the_config_topic(
-    tmp_path: Path,
-) -> None:
-    module = "org.apache.kafka.common.security.plain.PlainLoginModule"
-    jaas = f'{module} required username="w" password="s";'
-    worker_security = {
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "PLAIN",
-        "producer.sasl.jaas.config": jaas,
-        "consumer.sasl.jaas.config": "not for a source connector",
-    }
-    plugins = RegistryPlugins(
+WORKER_SERVERS = "broker-0.kafka:9092,broker-1.kafka:9092"
+
+
+def secured_plugins(tmp_path: Path, jaas: str) -> RegistryPlugins:
+    return RegistryPlugins(
         default_registry(),
         providers=ConfigProviders.from_worker_settings({}, {}),
         checkpoint_root=tmp_path / "checkpoints",
         tasks_max_limit=1000,
         spark=no_spark,
         cwd=tmp_path,
-        kafka_security=worker_security,
+        kafka_security={
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN",
+            "producer.sasl.jaas.config": jaas,
+            "consumer.sasl.jaas.config": "not for a source connector",
+        },
+        kafka_bootstrap_servers=WORKER_SERVERS,
     )
+
+
+def test_the_workers_kafka_login_reaches_plugins_but_never_the_config_topic(
+    tmp_path: Path,
+) -> None:
+    module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+    jaas = f'{module} required username="w" password="s";'
+    plugins = secured_plugins(tmp_path, jaas)
     config = generator(
-        str(tmp_path / "out"), **{"tasks.max": "2", "kafka.sasl.mechanism": "SCRAM-SHA-256"}
+        str(tmp_path / "out"),
+        **{
+            "tasks.max": "2",
+            "kafka.sasl.mechanism": "SCRAM-SHA-256",
+            "kafka.bootstrap.servers": "BROKER-1.kafka:9092",
+        },
     )
     resolved = plugins.resolve(config)
     assert resolved["kafka.security.protocol"] == "SASL_SSL"
@@ -128,3 +140,22 @@ def test_the_workers_kafka_login_reaches_plugins_but_never_the_config_topic(
         assert "kafka.security.protocol" not in stored
         assert "kafka.sasl.jaas.config" not in stored
         assert stored["kafka.sasl.mechanism"] == "SCRAM-SHA-256"
+
+
+@pytest.mark.parametrize(
+    "servers", ["127.0.0.1:9999", "broker-0.kafka:9092,evil.example:9092", "broker-0.kafka:9093"]
+)
+def test_a_connector_of_another_cluster_never_gets_the_workers_login(
+    tmp_path: Path, servers: str
+) -> None:
+    """A caller once named a broker of its own and received the worker's SASL password
+    in `SaslAuthenticate`: only the brokers the worker bootstraps from get its login."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required password="s";'
+    plugins = secured_plugins(tmp_path, jaas)
+    config = generator(str(tmp_path / "out"), **{"kafka.bootstrap.servers": servers})
+    assert not any(key.startswith("kafka.s") for key in plugins.resolve(config))
+    own = {**config, "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN"}
+    own["kafka.sasl.jaas.config"] = jaas.replace('"s"', '"its own"')
+    assert plugins.resolve(own)["kafka.sasl.jaas.config"] == own["kafka.sasl.jaas.config"]
+    for stored in plugins.task_configs(config):
+        assert jaas not in stored.values()

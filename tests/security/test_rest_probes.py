@@ -313,6 +313,11 @@ def kafka_to_files(probe: Probe, output: Path, sql: str) -> dict[str, str]:
         ("SELECT * FROM source CROSS JOIN text.`/etc/hostname`", "transform.sql"),
         ("SELECT reflect('java.lang.Runtime', 'getRuntime') FROM source", "reflect"),
         ("SELECT * FROM source; SELECT 1", "transform.sql"),
+        (
+            "WITH `text.{marker}` AS (SELECT * FROM source) SELECT * FROM text.`{marker}`",
+            "not text.",
+        ),
+        ("SELECT explode(sequence(1, 400000000)) FROM source", "maxGeneratedElements"),
     ],
 )
 def test_transform_sql_is_a_query_over_source_and_nothing_else(
@@ -414,6 +419,35 @@ def test_an_invalid_secret_is_reported_by_its_placeholder_only(
     assert SECRET not in message
     validated = probe.call("PUT", "/connector-plugins/generator/config/validate", json=config)
     assert SECRET not in validated.text
+
+
+def test_a_failed_tasks_trace_shows_the_placeholder_not_the_secret(
+    probe: Probe, tmp_path: Path
+) -> None:
+    """Spark's error quotes the path it could not write, which here holds a secret: the
+    status, the REST answer and the worker's log show its placeholder instead."""
+    secret = "path-secret-4f1e9"
+    (probe.secrets / "subdir").write_text(secret)
+    (tmp_path / secret).write_text("a file, where Spark needs a directory")
+    placeholder = f"${{dir:{probe.secrets}:subdir}}"
+    config = {**generator_config(tmp_path, 1), "output.path": f"{tmp_path}/{placeholder}/out"}
+    assert probe.create("leaky-trace", config, state="RUNNING").status_code == 201
+    try:
+
+        def failed_trace() -> str | None:
+            answer = probe.call("GET", "/connectors/leaky-trace/tasks/0/status")
+            task = answer.json() if answer.status_code == 200 else {}
+            return task.get("trace") if task.get("state") == "FAILED" else None
+
+        trace = wait_until(failed_trace, 120, what="the task to fail")
+        assert placeholder in trace
+        assert secret not in trace
+        expanded = probe.call("GET", "/connectors?expand=status")
+        assert placeholder in expanded.text and secret not in expanded.text
+    finally:
+        probe.call("DELETE", "/connectors/leaky-trace")
+    assert secret not in probe.worker.log_text()
+    probe.alive()
 
 
 def listening_sockets(root: int) -> set[tuple[str, str]]:

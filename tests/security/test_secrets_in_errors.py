@@ -1,11 +1,19 @@
 """A config error names the setting and the problem, never a secret: its message reaches
-a 400, `/config/validate`, a FAILED task's trace and the log."""
+a 400, `/config/validate`, a FAILED task's trace and the log. A value that came from a
+placeholder is shown as the placeholder, wherever in a message it appears."""
 
 from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, Field, SecretStr
 
+from tests.support.plugins import no_spark
+from worker.config_providers import ConfigProviders, hide
+from worker.connector_configs import RegistryPlugins
+from worker.connectors import default_registry
 from worker.connectors.kafka_to_files import KafkaToFilesSettings
 from worker.plugins import HIDDEN, ConnectorConfigError, parse_config, secret_keys
 
@@ -68,3 +76,73 @@ def test_kafkas_own_password_keys_are_hidden_under_any_prefix() -> None:
 
 def test_secret_keys_are_the_secret_str_settings() -> None:
     assert secret_keys(Vault) == {"vault.token", "vault.optional.token"}
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> RegistryPlugins:
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "word").write_text(SECRET + "\n")
+    providers = ConfigProviders.from_worker_settings(
+        {
+            "config.providers": "dir",
+            "config.providers.dir.class": "directory",
+            "config.providers.dir.param.allowed.paths": str(secrets),
+        },
+        {},
+    )
+    return RegistryPlugins(
+        default_registry(),
+        providers=providers,
+        checkpoint_root=tmp_path / "checkpoints",
+        tasks_max_limit=10,
+        spark=no_spark,
+        cwd=tmp_path,
+    )
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"input.path": "{root}/checkpoints/{secret}"},
+        {"input.format": "{secret}"},
+        {"kafka.security.protocol": "{secret}"},
+        {
+            "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "{secret}",
+            "kafka.sasl.jaas.config": "x",
+        },
+        {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": "/no/{secret}"},
+    ],
+)
+def test_no_check_quotes_a_resolved_secret(
+    registry: RegistryPlugins, tmp_path: Path, settings: dict[str, str]
+) -> None:
+    """Each of these 400s once quoted the secret: a path overlap, an enum, a check of the
+    whole config (which upper-cased it), a file that cannot be read."""
+    placeholder = f"${{dir:{tmp_path / 'secrets'}:word}}"
+    config = {
+        "connector.class": "files-to-kafka",
+        "kafka.bootstrap.servers": "127.0.0.1:9",
+        "topic": "t",
+        "input.path": str(tmp_path / "in"),
+        "input.format": "json",
+        "input.schema": "a INT",
+        **{k: v.format(root=tmp_path, secret=placeholder) for k, v in settings.items()},
+    }
+    for check in (partial(registry.admit, config, {}), partial(registry.validate, config)):
+        with pytest.raises(ValueError) as refused:
+            check()
+        assert SECRET.lower() not in str(refused.value).lower()
+        assert placeholder in str(refused.value)
+
+
+def test_a_trace_shows_placeholders_not_what_they_resolve_to(
+    registry: RegistryPlugins, tmp_path: Path
+) -> None:
+    placeholder = f"${{dir:{tmp_path / 'secrets'}:word}}"
+    trace = f"Py4JJavaError: cannot write /data/{SECRET}/x\n  path='/data/{SECRET.upper()}'"
+    shown = registry.hide(trace, {"output.path": f"/data/{placeholder}"}, {"other": "plain"})
+    assert SECRET.lower() not in shown.lower()
+    assert shown.count(placeholder) == 2
+    assert hide("nothing secret here", {}) == "nothing secret here"

@@ -36,6 +36,7 @@ from worker.config.defaults import (
 )
 from worker.config.errors import CUSTOM_ERROR, ConfigError, invalid
 from worker.config.values import (
+    JAVA_INT_MAX,
     KAFKA_NAME_RULE,
     AbsoluteDirectory,
     BootstrapServers,
@@ -58,6 +59,7 @@ from worker.kafka_security import (
     security_settings,
 )
 from worker.plugin_registry import MIN_BACKOFF_MS
+from worker.sql_plan import DEFAULT_MAX_GENERATED, MAX_GENERATED_KEY
 
 CONNECT_COMPAT_IGNORED_KEYS = frozenset(
     {
@@ -376,6 +378,13 @@ def _model_input(data: Mapping[str, object]) -> dict[str, object]:
     if not spark_conf["spark.master"]:
         raise invalid(
             "'spark.master' must be a Spark master URL such as local[*] (got '')", "spark.master"
+        )
+    bound = spark_conf.get(MAX_GENERATED_KEY, str(DEFAULT_MAX_GENERATED))
+    if not bound.isdecimal() or not 0 < int(bound) <= JAVA_INT_MAX:
+        raise invalid(
+            f"'{MAX_GENERATED_KEY}' must be a whole number from 1 to {JAVA_INT_MAX} "
+            f"(got {bound!r})",
+            MAX_GENERATED_KEY,
         )
     return {
         **with_derived_defaults(values),

@@ -11,9 +11,10 @@ from typing import Final
 
 from worker.config.errors import ConfigError
 from worker.config.model import WorkerConfig
+from worker.config_providers import WORKER_VARIABLE_PREFIX
 from worker.properties import PropertiesSyntaxError, parse_properties
 
-ENV_PREFIX: Final = "SPARKHERD_"
+ENV_PREFIX: Final = WORKER_VARIABLE_PREFIX
 
 
 def load_worker_config(

@@ -3,7 +3,8 @@
 A connector names its cluster with `kafka.bootstrap.servers` and, for a secured one,
 `kafka.security.protocol`, `kafka.sasl.*` and `kafka.ssl.*` (Kafka Connect's names with
 the connector's `kafka.` prefix). The worker's `consumer.*`/`producer.*` security keys
-are the defaults a connector inherits (see `RegistryPlugins`). The same value travels to
+are the defaults a connector of the worker's own cluster inherits (`same_cluster`, see
+`RegistryPlugins`). The same value travels to
 Spark: as `kafka.*` options to Spark's JVM connector, as plain options to the
 `sparkherd-kafka` data source, and inside each input partition to the executors.
 """
@@ -26,6 +27,19 @@ from worker.kafka_security import (
 from worker.plugins import NonEmptyStr
 
 CONNECTOR_PREFIX: Final = "kafka."
+
+
+def same_cluster(connector_servers: str, worker_servers: str) -> bool:
+    """Whether a connector's `kafka.bootstrap.servers` names only brokers the worker
+    itself bootstraps from: then, and only then, it may log in with the worker's own
+    credentials. Compared as written (host:port, case aside): another name for the same
+    broker counts as another cluster, which must bring its own login."""
+
+    def servers(text: str) -> set[str]:
+        return {server.strip().lower() for server in text.split(",") if server.strip()}
+
+    mine = servers(connector_servers)
+    return bool(mine) and mine <= servers(worker_servers)
 
 
 @dataclass(frozen=True)

@@ -541,3 +541,14 @@ def test_listener_mistakes_name_the_key(settings: list[str], key: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load(*settings)
     assert raised.value.key == key
+
+
+@pytest.mark.parametrize("bound", ["0", "-1", "lots", "2147483648", ""])
+def test_the_sql_size_bound_is_a_positive_java_int(bound: str) -> None:
+    message = config_error(f"spark.sparkherd.sql.maxGeneratedElements={bound}")
+    assert "spark.sparkherd.sql.maxGeneratedElements" in message
+
+
+def test_the_sql_size_bound_reaches_spark_as_any_spark_key() -> None:
+    config = load("spark.sparkherd.sql.maxGeneratedElements=5000")
+    assert config.spark_conf["spark.sparkherd.sql.maxGeneratedElements"] == "5000"
