@@ -3,8 +3,9 @@
 Tools written for Kafka Connect (UIs, CLIs, deployment pipelines) discover which
 connectors a cluster offers and check a config before submitting it; they read Connect's
 entities (`PluginInfo`, `ConfigKeyInfo`, `ConfigInfos`), so those shapes are kept field
-for field. A plugin's schema is its pydantic `config_model`, read through the field
-aliases (the config keys), behind the framework's own settings.
+for field; the listing adds each plugin's `alias`, the name configs use, which Connect's
+class names alone do not show. A plugin's schema is its pydantic `config_model`, read
+through the field aliases (the config keys), behind the framework's own settings.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class PluginInfo(BaseModel):
     type: str
     version: str | None = Field(
         default=None, description="absent when no installed distribution ships the plugin"
+    )
+    alias: str = Field(
+        description="extension: the short name a config's connector.class usually gives"
     )
 
 
@@ -117,6 +121,10 @@ def connector_plugins_router(plugins: RegistryPlugins) -> APIRouter:
         except UnknownPluginError as exc:
             return error_response(404, str(exc))
         settings = {CONNECTOR_CLASS: plugin, **string_config(config)}
+        if not settings[CONNECTOR_CLASS].strip():
+            return error_response(
+                400, f"{CONNECTOR_CLASS} is empty: leave it out, or name the plugin ({plugin})"
+            )
         if not _resolves_to(registry, settings[CONNECTOR_CLASS], connector):
             return error_response(
                 400,
@@ -134,6 +142,7 @@ def _plugin_info(connector: type[Connector], owners: Mapping[str, list[str]]) ->
             "class": qualified_name(connector),
             "type": connector.connector_type,
             "version": _version(connector, owners),
+            "alias": connector.name,
         }
     )
 

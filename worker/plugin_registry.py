@@ -27,14 +27,14 @@ log = logging.getLogger(__name__)
 
 
 class UnknownPluginError(LookupError):
-    """No connector plugin matches a `connector.class` value."""
+    """No connector plugin matches a `connector.class` value, or there is none: a config
+    without one would otherwise be refused as naming the plugin `''`."""
 
     def __init__(self, requested: str, reason: str, available: Iterable[str]) -> None:
         self.requested = requested
         listing = ", ".join(available) or "none"
-        super().__init__(
-            f"Unknown connector plugin {requested!r}: {reason}. Available plugins: {listing}"
-        )
+        problem = f"Unknown connector plugin {requested!r}: {reason}" if requested else reason
+        super().__init__(f"{problem}. Available plugins: {listing}")
 
 
 def qualified_name(connector: type[Connector]) -> str:
@@ -94,6 +94,12 @@ class PluginRegistry:
 
     def resolve(self, class_name: str) -> type[Connector]:
         requested = class_name.strip()
+        if not requested:
+            self._fail(
+                requested,
+                f"{CONNECTOR_CLASS} is required: the alias, class name or qualified name of "
+                "a plugin",
+            )
         if requested in self._by_alias:
             return self._by_alias[requested]
         matches = [

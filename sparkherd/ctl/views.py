@@ -89,12 +89,14 @@ def workers_view(answer: Any) -> str:
 
 
 def plugins_table(answer: Any) -> str:
-    """`GET /connector-plugins`."""
+    """`GET /connector-plugins`, led by the alias a config's `connector.class` gives (a
+    worker older than the `alias` field leaves that column empty)."""
     rows = [
-        (entry.get("class"), entry.get("type"), entry.get("version"))
+        (entry.get("alias"), entry.get("class"), entry.get("type"), entry.get("version"))
         for entry in map(as_dict, as_list(answer))
     ]
-    return table(("class", "type", "version"), rows) if rows else "no connector plugins"
+    columns = ("alias", "class", "type", "version")
+    return table(columns, rows) if rows else "no connector plugins"
 
 
 def offsets_table(name: str, answer: Any) -> str:

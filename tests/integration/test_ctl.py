@@ -135,7 +135,8 @@ def test_workers_plugins_and_log_levels(ctl: Ctl) -> None:
     assert [w["id"] for w in ctl.json("get", "workers")["workers"]] == [address]
 
     plugins = [line.split() for line in ctl.ok("get", "plugins").splitlines()]
-    assert ["worker.connectors.generator.GeneratorConnector", "source", "0.1.0"] in plugins
+    generator = ["generator", "worker.connectors.generator.GeneratorConnector", "source", "0.1.0"]
+    assert generator in plugins
     assert any(p["class"].endswith("GeneratorConnector") for p in ctl.json("get", "plugins"))
 
     changed = ctl.ok("set", "logger", "herder", "DEBUG")
@@ -278,6 +279,14 @@ def test_an_invalid_config_prints_the_servers_400(ctl: Ctl, tmp_path: Path) -> N
     assert "rows.per.second" in message and "'fast'" in message
     assert message.endswith("(HTTP 400)")
     assert "invalid" not in ctl.json("get", "connectors")
+
+
+def test_a_config_without_connector_class_is_refused_as_such(ctl: Ctl, tmp_path: Path) -> None:
+    manifest = tmp_path / "classless.properties"
+    manifest.write_text(f"tasks.max=1\noutput.path={tmp_path / 'out'}\n")
+    message = ctl.fails("apply", "-f", str(manifest))
+    assert message.startswith("connector.class is required")
+    assert message.endswith("(HTTP 400)")
 
 
 def test_authentication_tls_and_an_unreachable_worker(ctl: Ctl, tmp_path: Path) -> None:

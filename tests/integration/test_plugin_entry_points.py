@@ -47,7 +47,8 @@ def test_an_entry_point_plugin_is_listed_validated_run_and_stopped(
 ) -> None:
     api = plugin_host
     listed = api.call("GET", "/connector-plugins", 200).json()
-    assert {"class": "tests.support.echo_plugin.EchoConnector", "type": "source"} in listed
+    echo = {"class": "tests.support.echo_plugin.EchoConnector", "type": "source", "alias": ALIAS}
+    assert echo in listed
 
     keys = api.call("GET", f"/connector-plugins/{ALIAS}/config", 200).json()
     assert {"message", "output.path"} <= {k["name"] for k in keys}

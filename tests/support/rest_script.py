@@ -722,6 +722,17 @@ INTENTIONAL: Final[Mapping[str, str]] = {
         "implements Connector` and its mapper turns it into a 500; sparkherd answers 404, "
         "as Connect itself does for GET /connector-plugins/{unknown}/config."
     ),
+    **dict.fromkeys(
+        (
+            "GET /connector-plugins: "
+            "connect 200 {[],class,type,version}; sparkherd 200 {[],alias,class,type,version}",
+            "GET /connector-plugins?connectorsOnly=false: "
+            "connect 200 {[],class,type,version}; sparkherd 200 {[],alias,class,type,version}",
+        ),
+        "`alias` is sparkherd's extension: the short name (`generator`) that configs give as "
+        "`connector.class`, which the class name alone does not show. Connect's fields are "
+        "all there, with their meanings.",
+    ),
     "GET /connectors/{c}/tasks/0/status: connect 200 {id,state,version,worker_id}; "
     "sparkherd 200 {id,started_at,state,worker_id}": (
         "`started_at` (when the task's current run began) is sparkherd's extension. "

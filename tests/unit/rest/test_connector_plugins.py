@@ -94,15 +94,20 @@ def errors_by_name(body: dict[str, Any]) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("query", ["", "?connectorsOnly=true", "?connectorsOnly=false"])
-def test_plugins_are_listed_by_class_with_the_version_of_their_distribution(
+def test_plugins_are_listed_by_class_and_alias_with_the_version_of_their_distribution(
     client: TestClient, query: str
 ) -> None:
     response = client.get(f"/connector-plugins{query}")
 
     assert response.status_code == 200
     assert response.json() == [
-        {"class": AUDIT_SINK, "type": "sink"},
-        {"class": GENERATOR, "type": "source", "version": version("sparkherd")},
+        {"class": AUDIT_SINK, "type": "sink", "alias": "audit-sink"},
+        {
+            "class": GENERATOR,
+            "type": "source",
+            "version": version("sparkherd"),
+            "alias": "generator",
+        },
     ]
 
 
@@ -253,8 +258,23 @@ def test_connector_class_in_the_body_may_name_the_plugin_any_way(
     assert response.json()["error_count"] == 0
 
 
-@pytest.mark.parametrize("included", ["audit-sink", "no.such.Plugin", None])
+@pytest.mark.parametrize("included", ["audit-sink", "no.such.Plugin"])
 def test_connector_class_in_the_body_naming_another_plugin_is_a_bad_request(
+    client: TestClient, included: str
+) -> None:
+    response = client.put(
+        "/connector-plugins/generator/config/validate",
+        json={"connector.class": included, "output.path": "/data/out"},
+    )
+
+    assert response.status_code == 400
+    assert response.json()["message"] == (
+        f"Included connector type {included} does not match request type generator"
+    )
+
+
+@pytest.mark.parametrize("included", [None, "", "  "])
+def test_an_empty_connector_class_in_the_body_is_named_as_such(
     client: TestClient, included: str | None
 ) -> None:
     response = client.put(
@@ -264,7 +284,7 @@ def test_connector_class_in_the_body_naming_another_plugin_is_a_bad_request(
 
     assert response.status_code == 400
     assert response.json()["message"] == (
-        f"Included connector type {included or ''} does not match request type generator"
+        "connector.class is empty: leave it out, or name the plugin (generator)"
     )
 
 

@@ -112,12 +112,10 @@ def test_workers_view_marks_the_leader() -> None:
 
 
 def test_plugins_offsets_and_loggers() -> None:
-    plugins = [{"class": "x.Generator", "type": "source", "version": "0.1.0"}]
-    assert views.plugins_table(plugins).splitlines()[1].split() == [
-        "x.Generator",
-        "source",
-        "0.1.0",
-    ]
+    plugins = [{"class": "x.Generator", "type": "source", "version": "0.1.0", "alias": "gen"}]
+    lines = views.plugins_table(plugins).splitlines()
+    assert lines[0].split() == ["ALIAS", "CLASS", "TYPE", "VERSION"]
+    assert lines[1].split() == ["gen", "x.Generator", "source", "0.1.0"]
     offsets = {"offsets": [{"partition": {"task": 0, "source": 0}, "offset": {"offset": 5}}]}
     row = views.offsets_table("demo", offsets).splitlines()[1].split()
     assert row == ['{"source":0,"task":0}', '{"offset":5}']

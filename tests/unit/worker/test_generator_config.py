@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
+from tests.support.plugins import plugins_for
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connectors import BUILTIN_CONNECTORS, generator
 from worker.connectors.generator import GeneratorConnector, GeneratorSettings
@@ -149,6 +150,25 @@ def test_connector_class_is_required(connector_class: str | None) -> None:
         validate_connector_config(PluginRegistry(BUILTIN_CONNECTORS), config)
 
     assert problem_keys(caught.value) == ["connector.class"]
+
+
+@pytest.mark.parametrize("connector_class", [None, "", "  "])
+def test_a_config_without_connector_class_is_refused_as_such_before_it_is_stored(
+    connector_class: str | None, tmp_path: Path
+) -> None:
+    """What POST /connectors and PUT /connectors/{c}/config (so `ctl apply`) answer: the
+    leader's admission looks the plugin up first, and said `Unknown connector plugin ''`."""
+    config = {"name": "demo", "output.path": str(tmp_path / "out")}
+    if connector_class is not None:
+        config["connector.class"] = connector_class
+    plugins = plugins_for(PluginRegistry(BUILTIN_CONNECTORS), tmp_path / "checkpoints")
+
+    with pytest.raises(ValueError) as caught:
+        plugins.admit(config, {})
+
+    message = str(caught.value)
+    assert message.startswith("connector.class is required")
+    assert "generator (worker.connectors.generator.GeneratorConnector)" in message
 
 
 def test_generator_makes_one_task_config_per_task() -> None:
