@@ -31,6 +31,7 @@ from worker import spark_warm_up
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connector_configs import RegistryPlugins
 from worker.daemon_thread import DaemonThread
+from worker.failure_traces import root_cause_line, with_root_cause_first
 from worker.log_setup import working_on
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
@@ -117,8 +118,10 @@ def _parsed(text: str) -> dict[str, Any]:
 
 
 def describe_failure(error: BaseException) -> str:
-    """The trace of a failure; a Spark error's message carries the JVM stack trace too."""
-    return "".join(traceback.format_exception(error)).rstrip()
+    """The trace of a failure, led by its root cause (`worker.failure_traces`); a Spark
+    error's message carries the JVM stack trace too."""
+    trace = "".join(traceback.format_exception(error)).rstrip()
+    return with_root_cause_first(root_cause_line(error), trace)
 
 
 class TaskFencedError(RuntimeError):

@@ -258,6 +258,28 @@ async def test_a_task_that_cannot_start_fails_alone(
     assert task_runtime.running() == {healthy}
 
 
+async def test_a_failed_start_is_traced_from_its_root_cause(
+    runtime: tuple[SparkTaskRuntime, StateLog], tmp_path: Path
+) -> None:
+    """py4j's own message names only the call (`... while calling o1074.start.`); the
+    trace's first line is what Hadoop refused, then the whole chain as before."""
+    task_runtime, _ = runtime
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("occupied")
+    unwritable = ConnectorTaskId("unwritable", 0)
+    config = generator_config(not_a_directory, tasks=1)
+
+    await task_runtime.start_task(unwritable, config, config, GENERATION)
+
+    status = task_runtime.task_status(unwritable)
+    assert status is not None and status.state is TaskState.FAILED and status.trace
+    first, rest = status.trace.split("\n", 1)
+    assert first.startswith("org.apache.hadoop.fs.ParentNotDirectoryException: "), first
+    assert str(not_a_directory) in first
+    assert "Py4JJavaError: An error occurred while calling" in rest
+    assert f": {first}" in rest, "the Java trace follows in full"
+
+
 async def test_a_query_that_dies_while_running_is_reported_failed_alone(
     runtime: tuple[SparkTaskRuntime, StateLog], tmp_path: Path
 ) -> None:
