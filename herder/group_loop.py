@@ -465,6 +465,7 @@ class GroupLoop:
             await self._task_configs.reconcile()
         snapshot = self.configs.snapshot()
         if snapshot.configured() != self._configured_at_join:
+            self._work.follow_target_states(snapshot)
             self._rejoin.set()
             return
         await self._work.follow_config(snapshot)

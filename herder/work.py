@@ -179,13 +179,19 @@ class LocalWork:
     async def follow_config(self, snapshot: ConfigSnapshot) -> None:
         """Bring what this worker runs in line with the config topic between rebalances:
         target states, changed task configs and restart requests."""
+        self.follow_target_states(snapshot)
+        await self._restart_reconfigured_tasks(snapshot)
+        for request in self._configs.take_restart_requests():
+            await self._restart(request, snapshot)
+
+    def follow_target_states(self, snapshot: ConfigSnapshot) -> None:
+        """Report each owned connector's new target state. Also called before the
+        rebalance a stop or a resume needs (it changes which tasks exist): the herder
+        knows the state from the config topic, and that round takes seconds."""
         for name in sorted(self.owned.connectors):
             if self._connector_targets.get(name) != snapshot.target_state(name):
                 self.restarts.forget(name)
                 self._start_connector(name, snapshot)
-        await self._restart_reconfigured_tasks(snapshot)
-        for request in self._configs.take_restart_requests():
-            await self._restart(request, snapshot)
 
     async def _restart(self, request: RestartRequest, snapshot: ConfigSnapshot) -> None:
         """Carry out the part of a restart request that concerns what this worker runs;
