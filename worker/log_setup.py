@@ -64,13 +64,26 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+def utc_iso(seconds: float) -> str:
+    """A moment as statuses, `ctl` and `/ui` show it: UTC ISO 8601 to the millisecond, so
+    one log line, one task's `started_at` and one page can be read side by side."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
+
+
+class TextFormatter(logging.Formatter):
+    """`TEXT_FORMAT`, its time in UTC ISO 8601 (logging's own is local and unzoned)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return utc_iso(record.created)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line, with the connector and task the line is about: the one
     being worked on, else a task among the message's arguments."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, object] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "time": utc_iso(record.created),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -93,9 +106,7 @@ def _task_among(args: object) -> ConnectorTaskId | None:
 def configure_logging(log_format: LogFormat = "text") -> None:
     """Called at start with the default, and again once the config says which format."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
-    )
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter(TEXT_FORMAT))
     handler.addFilter(RepeatFilter())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     logging.getLogger("aiokafka").setLevel(logging.WARNING)

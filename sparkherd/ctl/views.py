@@ -42,11 +42,25 @@ def connectors_table(answer: Any) -> str:
                 name,
                 status.get("type") or info.get("type"),
                 config.get("connector.class"),
-                as_dict(status.get("connector")).get("state"),
+                connector_state(status),
                 task_summary(as_list(status.get("tasks"))),
             )
         )
     return table(("name", "type", "class", "state", "tasks"), rows)
+
+
+def connector_state(status: Any) -> str:
+    """`RUNNING (1 of 2 tasks FAILED)`: Connect keeps a connector RUNNING while its tasks
+    fail (its state is the connector instance's alone), so the state alone would read
+    healthy; `/ui` words it the same way."""
+    state = as_dict(status)
+    said = clean(as_dict(state.get("connector")).get("state"))
+    tasks = as_list(state.get("tasks"))
+    failed = sum(1 for task in tasks if as_dict(task).get("state") == "FAILED")
+    if not failed:
+        return said
+    noun = "task" if len(tasks) == 1 else "tasks"
+    return " ".join(part for part in (said, f"({failed} of {len(tasks)} {noun} FAILED)") if part)
 
 
 def task_summary(tasks: list[Any]) -> str:
@@ -129,7 +143,7 @@ def describe_connector(info: Any, status: Any) -> str:
     header = [
         ("Name", about.get("name") or state.get("name")),
         ("Type", about.get("type") or state.get("type")),
-        ("State", connector.get("state")),
+        ("State", connector_state(state)),
         ("Worker", connector.get("worker_id")),
     ]
     parts = [fields(header)]
@@ -203,4 +217,4 @@ def _epoch_ms(value: Any) -> str:
         moment = datetime.fromtimestamp(value / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return str(value)
-    return moment.isoformat(timespec="seconds")
+    return moment.isoformat(timespec="milliseconds")

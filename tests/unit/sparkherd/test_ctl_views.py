@@ -63,6 +63,11 @@ def test_connectors_table_counts_task_states() -> None:
         "source",
         "generator",
         "RUNNING",
+        "(1",
+        "of",
+        "2",
+        "tasks",
+        "FAILED)",
         "1",
         "RUNNING,",
         "1",
@@ -73,9 +78,23 @@ def test_connectors_table_counts_task_states() -> None:
     assert "plain" in views.connectors_table(["plain"]), "a server that ignores expand"
 
 
+def test_a_connector_state_says_how_many_of_its_tasks_failed() -> None:
+    def status(connector: str | None, *tasks: str) -> dict[str, Any]:
+        return {"connector": {"state": connector}, "tasks": [{"state": t} for t in tasks]}
+
+    assert views.connector_state(status("RUNNING", "FAILED")) == "RUNNING (1 of 1 task FAILED)"
+    assert views.connector_state(status("PAUSED", "PAUSED", "FAILED", "FAILED")) == (
+        "PAUSED (2 of 3 tasks FAILED)"
+    )
+    assert views.connector_state(status("RUNNING", "RUNNING", "UNASSIGNED")) == "RUNNING"
+    assert views.connector_state(status("STOPPED")) == "STOPPED"
+    assert views.connector_state(status(None, "FAILED")) == "(1 of 1 task FAILED)"
+    assert views.connector_state("garbage") == ""
+
+
 def test_describe_shows_config_tasks_workers_and_traces() -> None:
     text = views.describe_connector(INFO, STATUS)
-    assert "State:   RUNNING" in text and "Worker:  w1:8083" in text
+    assert "State:   RUNNING (1 of 2 tasks FAILED)" in text and "Worker:  w1:8083" in text
     assert "connector.class   generator" in text
     assert any(line.split()[:3] == ["1", "FAILED", "w2:8083"] for line in text.splitlines())
     assert "Task 1 trace:\n  Boom\n    at line 3" in text
@@ -125,7 +144,7 @@ def test_plugins_offsets_and_loggers() -> None:
         "herder": {"level": "DEBUG", "last_modified": 0},
     }
     lines = views.loggers_table(loggers).splitlines()
-    assert lines[1].split() == ["herder", "DEBUG", "1970-01-01T00:00:00+00:00"]
+    assert lines[1].split() == ["herder", "DEBUG", "1970-01-01T00:00:00.000+00:00"]
     assert lines[2].split() == ["root", "INFO", "-"]
 
 

@@ -4,7 +4,7 @@ import json
 import logging
 
 from protocol.messages import ConnectorTaskId
-from worker.log_setup import JsonFormatter, RepeatFilter, working_on
+from worker.log_setup import TEXT_FORMAT, JsonFormatter, RepeatFilter, TextFormatter, working_on
 from worker.spark_session import with_quiet_spark_log
 
 
@@ -42,6 +42,15 @@ def test_a_json_line_names_the_task_it_is_about() -> None:
         line = json.loads(formatter.format(record("herder", "starting")))
     assert (line["connector"], "task" in line) == ("files", False)
     assert "connector" not in json.loads(formatter.format(record("herder", "joined")))
+
+
+def test_text_and_json_lines_stamp_time_as_statuses_do_in_utc_iso_8601() -> None:
+    line = record("herder", "joined")
+    line.created = 1_700_000_000.25
+    assert TextFormatter(TEXT_FORMAT).format(line) == (
+        "2023-11-14T22:13:20.250+00:00 ERROR herder: joined"
+    )
+    assert json.loads(JsonFormatter().format(line))["time"] == "2023-11-14T22:13:20.250+00:00"
 
 
 def test_the_quiet_spark_log_is_used_unless_one_is_given() -> None:
