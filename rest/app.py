@@ -37,6 +37,7 @@ from rest.loggers import LoggerLevels, loggers_router
 from rest.metrics import RuntimeMetrics, metrics_router
 from rest.models import ClusterBody, HealthBody, ServerInfoBody, WorkerBody
 from rest.offsets import offsets_router
+from rest.progress import progress_router
 from rest.security import RestSecurity
 from rest.ui import ui_router
 from worker.connector_configs import RegistryPlugins
@@ -160,6 +161,7 @@ def create_app(
     app.include_router(loggers_router(logger_levels, herder))
     app.include_router(leave_group_router())
     app.include_router(metrics_router(runtime))
+    app.include_router(progress_router(runtime, security.peer_verify))
     app.include_router(ui_router())
     # The last middleware added runs first: credentials are checked before a byte of the
     # body is read, so an unauthenticated caller cannot make the worker buffer 1 MB.

@@ -2,7 +2,7 @@
 
 Plain HTML, CSS and JavaScript shipped in the package (`rest/ui/`), no build step. The
 page reads the public REST API from the browser (`/workers`, `/health`, `/connectors`,
-`/metrics`) and its buttons call it, so it can do nothing a `curl` could not. It sits
+`/workers/progress`) and its buttons call it, so it can do nothing a `curl` could not. It sits
 behind the same `rest.auth` as the API; the browser's own credentials come along with
 every call it makes. A strict Content-Security-Policy allows only these files' scripts
 and styles, so a connector name can never run as script even if it were rendered as HTML

@@ -1,7 +1,7 @@
 // sparkherd /ui: the cluster as this worker sees it, refreshed every 2 s.
 //
 // Everything shown comes from the REST API (GET /workers, /health, /connectors?expand=...,
-// /metrics) and the buttons call it; fetch sends the browser's credentials along
+// /workers/progress) and the buttons call it; fetch sends the browser's credentials along
 // (same origin), so the page works behind rest.auth. Every string from the server is set
 // as text (textContent, dataset, title): connector names are user input, and none of
 // them is ever parsed as HTML.
@@ -10,7 +10,6 @@
 (() => {
   const REFRESH_MS = 2000;
   const STATES = ["RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING", "UNASSIGNED", "DESTROYED"];
-  const RATE_SERIES = "sparkherd_task_input_rows_per_second";
   const UNASSIGNED = "";
   // The API's root: where /ui is served from, minus any user:password@ of the address
   // (fetch refuses URLs that carry credentials) and minus the /ui itself.
@@ -46,6 +45,29 @@
 
   function badge(state, extra = "") {
     return el("span", { cls: `badge ${stateClass(state)} ${extra}`.trim(), text: state || "unknown" });
+  }
+
+  // A connector's state as `sparkherd ctl` words it (sparkherd/ctl/views.py connector_state):
+  // Connect keeps a connector RUNNING while its tasks fail, so the count of failed tasks
+  // goes with it, in amber unless the connector itself failed.
+  function connectorState(status) {
+    const said = status.connector.state;
+    const failed = status.tasks.filter((task) => task.state === "FAILED").length;
+    if (!failed) return { text: said, cls: stateClass(said) };
+    const noun = status.tasks.length === 1 ? "task" : "tasks";
+    const text = `${said || ""} (${failed} of ${status.tasks.length} ${noun} FAILED)`.trim();
+    return { text, cls: said === "FAILED" ? stateClass(said) : "state-degraded" };
+  }
+
+  function connectorBadge(status, extra = "") {
+    const { text, cls } = connectorState(status);
+    return el("span", { cls: `badge ${cls} ${extra}`.trim(), text });
+  }
+
+  // One time format everywhere: UTC ISO 8601 to the millisecond, as statuses and logs
+  // stamp theirs (Python's isoformat: +00:00 rather than Z).
+  function utcIso(date) {
+    return date.toISOString().replace(/Z$/, "+00:00");
   }
 
   function safeHref(url) {
@@ -96,43 +118,12 @@
     }
   }
 
-  async function getRates() {
-    // Only this worker's tasks: every worker's /metrics covers what it runs.
-    const response = await call("GET", "/metrics");
-    if (!response.ok) return new Map();
-    return parseRates(await response.text());
-  }
-
-  // Prometheus text format: name{label="value",...} number; values escape \\ \" \n.
-  function parseRates(text) {
+  async function getProgress() {
+    // Every worker's tasks: the worker serving this page asks the others for theirs.
+    const body = await getJson("/workers/progress");
     const rates = new Map();
-    for (const line of text.split("\n")) {
-      if (!line.startsWith(`${RATE_SERIES}{`)) continue;
-      const labels = {};
-      let i = RATE_SERIES.length + 1;
-      while (i < line.length && line[i] !== "}") {
-        const eq = line.indexOf("=", i);
-        if (eq < 0 || line[eq + 1] !== '"') break;
-        const name = line.slice(i, eq).trim();
-        let value = "";
-        let j = eq + 2;
-        for (; j < line.length && line[j] !== '"'; j++) {
-          if (line[j] === "\\" && j + 1 < line.length) {
-            j++;
-            value += line[j] === "n" ? "\n" : line[j];
-          } else {
-            value += line[j];
-          }
-        }
-        labels[name] = value;
-        i = line[j + 1] === "," ? j + 2 : j + 1;
-      }
-      const number = Number.parseFloat(line.slice(i + 1).trim().split(/\s+/)[0]);
-      if (labels.connector !== undefined && labels.task !== undefined) {
-        rates.set(taskKey(labels.connector, labels.task), number);
-      }
-    }
-    return rates;
+    for (const task of body.tasks) rates.set(taskKey(task.connector, task.task), task.input_rows_per_second);
+    return { rates, unanswered: body.unanswered || {} };
   }
 
   function taskKey(connector, task) {
@@ -149,14 +140,14 @@
         getJson("/workers"),
         getHealth(),
         getJson("/connectors?expand=status&expand=info"),
-        getRates().catch(() => new Map()),
+        getProgress().catch((error) => ({ rates: new Map(), failed: String(error.message || error) })),
       ]);
       if (mine !== latest) return;
       render(cluster, health, connectors, rates);
       showError(null);
       refreshes += 1;
       document.body.dataset.refreshes = String(refreshes);
-      byId("refreshed").textContent = `updated ${new Date().toLocaleTimeString()}`;
+      byId("refreshed").textContent = `updated ${utcIso(new Date())}`;
     } catch (error) {
       if (mine === latest) showError(`cannot refresh (showing the last answers): ${error.message || error}`);
     } finally {
@@ -178,14 +169,14 @@
 
   // -- rendering --------------------------------------------------------------------------
 
-  function render(cluster, health, connectors, rates) {
+  function render(cluster, health, connectors, progress) {
     const names = Object.keys(connectors).sort();
     const self = cluster.workers.find((w) => w.state !== null && w.state !== undefined);
     renderHealth(health);
     renderFacts(cluster, self);
     renderWorkers(cluster, self, connectors);
     renderPlacement(cluster, names, connectors);
-    renderConnectors(names, connectors, rates);
+    renderConnectors(names, connectors, progress);
   }
 
   function renderHealth(health) {
@@ -298,7 +289,7 @@
         }
         return cell;
       });
-      const label = el("th", { cls: "row-label" }, el("span", { text: name }), " ", badge(status.connector.state));
+      const label = el("th", { cls: "row-label" }, el("span", { text: name }), " ", connectorBadge(status));
       return el("tr", { data: { connector: name } }, label, ...cells);
     });
     byId("placement").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
@@ -369,14 +360,22 @@
     );
   }
 
-  function renderConnectors(names, connectors, rates) {
+  // Why a task shows no rate: its worker did not answer, or Spark reported no batch yet.
+  function noRate(progress, task) {
+    if (progress.failed) return `progress unavailable: ${progress.failed}`;
+    const why = task.worker_id && progress.unanswered[task.worker_id];
+    if (why) return `${task.worker_id}: ${why}`;
+    return task.state === "RUNNING" ? "no batch reported yet" : "not running";
+  }
+
+  function renderConnectors(names, connectors, progress) {
     const cards = names.map((name) => {
       const { status, info } = connectors[name];
       const heading = el(
         "header",
         {},
         el("h3", { cls: "connector-name", text: name }),
-        badge(status.connector.state, "connector-state"),
+        connectorBadge(status, "connector-state"),
         el("span", { cls: "muted", text: `${status.type} · ${(info && info.config["connector.class"]) || ""}` }),
         el("span", { cls: "muted", text: status.connector.worker_id ? `on ${status.connector.worker_id}` : "no worker" }),
       );
@@ -393,7 +392,7 @@
       );
       const body = el("tbody");
       for (const task of status.tasks) {
-        const rate = rates.get(taskKey(name, task.id));
+        const rate = progress.rates.get(taskKey(name, task.id));
         const restart = button("Restart task", `POST /connectors/{name}/tasks/${task.id}/restart`, (e) =>
           act(e.currentTarget, `restart ${name} task ${task.id}`, "POST", `/connectors/${encodeURIComponent(name)}/tasks/${task.id}/restart`),
         );
@@ -408,7 +407,7 @@
             el("td", {
               cls: "rate",
               text: rate === undefined || Number.isNaN(rate) ? "–" : rate.toFixed(1),
-              title: rate === undefined ? "not run by this worker (see its own /ui)" : "newest batch's input rows per second",
+              title: rate === undefined ? noRate(progress, task) : "newest batch's input rows per second",
             }),
             el("td", {}, restart),
           ),
@@ -428,7 +427,7 @@
         }
         parts.push(details(`config:${name}`, "config", config));
       }
-      return el("article", { cls: `connector ${stateClass(status.connector.state).replace("state-", "edge-")}`, data: { connector: name } }, ...parts);
+      return el("article", { cls: `connector ${connectorState(status).cls.replace("state-", "edge-")}`, data: { connector: name } }, ...parts);
     });
     byId("connectors").replaceChildren(...(cards.length ? cards : [el("p", { cls: "muted", text: "No connectors." })]));
   }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from functools import partial
@@ -23,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
+from sparkherd.ctl.views import connector_state
 from tests.support.browser import CHROMIUM, Chromium, DevToolsError, Page, chromium
 from tests.support.cluster import generator_config, worker_pair
 from tests.support.polling import wait_until
@@ -39,7 +41,9 @@ are removed by later runs, even by another checkout's."""
 USER, PASSWORD = "admin", "s3cret"
 ADMIN = httpx.BasicAuth(USER, PASSWORD)
 NO_RATE = "\u2013"
-"""What the page shows for a rate this worker does not know (an en dash)."""
+"""What the page shows for a rate it does not know (an en dash)."""
+UTC_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00")
+"""The one time format of statuses, logs, `ctl` and the page."""
 SHADY = "<img src=x onerror=\"document.title='owned'\"> & co"
 """A legal connector name that is also markup: the page must show it as text."""
 
@@ -58,6 +62,10 @@ READ_PAGE = """(() => {
     leader: text(document.getElementById("leader")),
     generation: text(document.getElementById("generation")),
     countdown: text(document.getElementById("countdown")),
+    refreshed: text(document.getElementById("refreshed")),
+    degraded: [...document.querySelectorAll("#connectors .state-degraded.connector-state")]
+      .map(text),
+    started: [...document.querySelectorAll("#connectors tr[data-task] td:nth-child(4)")].map(text),
     workers: [...document.querySelectorAll("#workers .worker")].map((card) => ({
       id: text(card.querySelector(".worker-id")),
       leader: card.querySelector(".badge.leader") !== null,
@@ -130,7 +138,7 @@ def differences(page: dict[str, Any], workers: dict[str, Any], me: str, expanded
     expect(
         "connectors",
         page["connectors"],
-        {name: status["connector"]["state"] for name, status in statuses.items()},
+        {name: connector_state(status) for name, status in statuses.items()},
     )
     said = [
         (name, task["id"], task["worker_id"] or "no worker", task["state"])
@@ -251,8 +259,9 @@ def drive(
     assert shown["title"] == "sparkherd" and shown["images"] == 0, "the name ran as markup"
     assert shown["countdown"] == "none scheduled"
 
-    # Rows/s: this worker's /metrics covers the tasks it runs, and only those.
-    mine = {t["id"] for t in api.status("gen")["tasks"] if t["worker_id"] == worker_id(leader)}
+    # Rows/s of every worker's tasks: the page's worker asks the other for its own.
+    gen_tasks = {t["id"]: t["worker_id"] for t in api.status("gen")["tasks"]}
+    assert set(gen_tasks.values()) == {worker_id(leader), worker_id(follower)}, gen_tasks
 
     def rates() -> dict[int, str]:
         rows = page.evaluate(READ_PAGE)["tasks"]
@@ -261,16 +270,31 @@ def drive(
     seen_rates = wait_until(
         rates,
         TIMEOUT_S,
-        what="rows/s of the tasks this worker runs",
-        until=lambda shown: all(shown[t] != NO_RATE for t in mine),
+        what="rows/s of the tasks of both workers",
+        until=lambda shown: set(shown) == set(gen_tasks) and NO_RATE not in shown.values(),
     )
-    assert all(float(seen_rates[t]) >= 0 for t in mine)
-    assert all(seen_rates[t] == NO_RATE for t in seen_rates.keys() - mine), seen_rates
+    assert all(float(rate) >= 0 for rate in seen_rates.values()), seen_rates
+
+    # A connector RUNNING with a FAILED task says so, in amber, as ctl words it; every
+    # time shown is UTC ISO 8601.
+    shown = wait_until(
+        lambda: page.evaluate(READ_PAGE),
+        TIMEOUT_S,
+        what="broken shown RUNNING with its failed task",
+        until=lambda seen: seen["degraded"] == ["RUNNING (1 of 1 task FAILED)"],
+    )
+    assert shown["connectors"]["broken"] == "RUNNING (1 of 1 task FAILED)"
+    assert shown["connectors"]["gen"] == "RUNNING"
+    assert UTC_ISO.fullmatch(shown["refreshed"].removeprefix("updated ")), shown["refreshed"]
+    started = [time for time in shown["started"] if time != NO_RATE]
+    assert started and all(UTC_ISO.fullmatch(time) for time in started), shown["started"]
 
     # A failed task's trace opens with a click and stays open across refreshes (each one
     # rebuilds the page). A worker may restart the task meanwhile, hiding it for a moment.
     summary = "document.querySelector(\"details[data-key^='task:'] summary\")"
     wait_until(partial(page.evaluate, summary + " !== null"), TIMEOUT_S, what="a trace")
+    headline = page.evaluate(summary + ".textContent")
+    assert headline.startswith("org.apache.hadoop.fs.ParentNotDirectoryException: "), headline
     page.click(summary)
     count = int(page.evaluate(REFRESHES))
     wait_until(partial(refreshed_since, page, count + 1), 30, what="two more refreshes")
