@@ -78,6 +78,9 @@ class GroupLoop:
         self._last_assignment: tuple[Assignment, int] | None = None
         self._leaving = False
         self._warming = False
+        self._starting_since: float | None = None
+        """When `run` began, until the worker first turned ready."""
+        self._warm_up_took = "no warm-up"
         self.rebalances = RebalanceStats()
         self.hand_offs = 0
         self.self_fencings = 0
@@ -164,6 +167,7 @@ class GroupLoop:
         await self._assignment_applied.wait()
 
     async def run(self) -> None:
+        self._starting_since = self._clock()
         if self._settings.warm_up:
             await self._warm_up()
         while True:
@@ -215,8 +219,10 @@ class GroupLoop:
             await self._work.warm_up()
         except Exception:
             log.exception("warming up failed; joining the group anyway")
+            self._warm_up_took = f"warm-up failed after {self._clock() - began:.1f} s"
         else:
             log.info("warm after %.1f s; joining the group", self._clock() - began)
+            self._warm_up_took = f"warm-up {self._clock() - began:.1f} s"
         finally:
             self._warming = False
 
@@ -356,6 +362,8 @@ class GroupLoop:
             self._work.mark_unassigned(self._planner.unplaced)
         self._rejoin_at = self._clock() + step.delay_ms / 1000 if step.delay_ms > 0 else None
         await self.configs.read_to_end()
+        if not self.ready:
+            self._log_turning_ready()
         self.ready = True
         self.unhealthy = None
         log.info(
@@ -365,6 +373,20 @@ class GroupLoop:
             len(self.owned.connectors),
             len(self.owned.tasks),
         )
+
+    def _log_turning_ready(self) -> None:
+        """One line as `/health` turns 200: a request sent as the REST server starts waits
+        for the warm-up and the join (tens of seconds), and the log should say when it
+        may be sent, and where the time went."""
+        if self._starting_since is None:
+            log.info("ready again: /health answers 200 (it was: %s)", self.unhealthy)
+            return
+        log.info(
+            "ready: /health answers 200, %.1f s after start (%s)",
+            self._clock() - self._starting_since,
+            self._warm_up_took,
+        )
+        self._starting_since = None
 
     async def _until_rejoin_needed(self) -> None:
         """Between rebalances: the scheduled rebalance, config changes and REST requests,

@@ -1,10 +1,13 @@
 """What an operator watches, on a live two-worker cluster: `/metrics` agrees with what
-`/connectors/{c}/status` says, worker by worker."""
+`/connectors/{c}/status` says, worker by worker, and the log says when a worker is ready
+without Spark's routine warnings around it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,6 +23,8 @@ from worker.embedded_broker import EmbeddedBroker
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 TIMEOUT_S = 120
+READY_LINE = "ready: /health answers 200"
+ROUTINE_WARNINGS = ("Current batch is falling behind", "Failed to cancel job group")
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
@@ -104,3 +109,50 @@ def test_each_task_reports_spark_progress_where_it_runs(
             )
             assert seen[("sparkherd_task_last_committed_batch_id", key)] >= 0
             assert seen[("sparkherd_task_batch_duration_ms", key)] > 0
+
+
+def committed_batch(worker: WorkerProcess, connector: str, task: int) -> float:
+    key = (("connector", connector), ("task", str(task)))
+    return scrape(worker).get(("sparkherd_task_last_committed_batch_id", key), -1)
+
+
+def logged(worker: WorkerProcess, line: str) -> bool:
+    return line in worker.log_text()
+
+
+def test_the_log_says_when_ready_and_leaves_spark_routine_warnings_out(
+    pair: tuple[WorkerProcess, WorkerProcess], tmp_path: Path
+) -> None:
+    """One line when `/health` turned 200. Then a connector whose 100 ms triggers no
+    batch keeps up with, stopped between batches: Spark warned of every late batch and
+    of every stop (a job group cancelled with no job running)."""
+    for worker in pair:
+        assert worker.log_text().count(READY_LINE) == 1
+        assert httpx.get(f"{worker.url}/health", timeout=10).status_code == 200
+    api = Api(pair[0].url)
+    config = {**generator_config(tmp_path / "out", tasks=2), "batch.interval.ms": "100"}
+    api.call("POST", "/connectors", 201, json={"name": "quick", "config": config})
+    status = api.wait_states("quick", "RUNNING", ["RUNNING"] * 2)
+    owners = {w.url.removeprefix("http://"): w for w in pair}
+    for task in status["tasks"]:
+        owner = owners[task["worker_id"]]
+        wait_until(
+            partial(committed_batch, owner, "quick", task["id"]),
+            TIMEOUT_S,
+            what=f"task {task['id']} to commit batches on {owner.name}",
+            until=lambda batch: batch >= 5,
+        )
+    api.call("DELETE", "/connectors/quick", 204)
+    for task in status["tasks"]:
+        owner = owners[task["worker_id"]]
+        wait_until(
+            partial(logged, owner, f"Task quick-{task['id']} stopped"),
+            TIMEOUT_S,
+            what=f"task {task['id']} to stop on {owner.name}",
+        )
+    # Part of the scenario, not a wait for a state: Spark's scheduler thread logs the
+    # cancelled job group after the query's stop has returned.
+    time.sleep(2)
+    for worker in pair:
+        log = worker.log_text()
+        assert [w for w in ROUTINE_WARNINGS if w in log] == [], worker.name
