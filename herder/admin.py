@@ -153,9 +153,13 @@ class ClusterAdmin:
                 f"name in the URL ({name})"
             )
         full = {**config, "name": name}
-        others = {n: c for n, c in self._configs.snapshot().connectors.items() if n != name}
+        snapshot = self._configs.snapshot()
+        others = {n: c for n, c in snapshot.connectors.items() if n != name}
+        state = target_state or snapshot.target_state(name)
         try:
-            await asyncio.to_thread(self._plugins.admit, full, others)
+            await asyncio.to_thread(
+                self._plugins.admit, full, others, will_run=state is not TargetState.STOPPED
+            )
         except ValueError as exc:
             raise InvalidConnectorConfig(str(exc)) from exc
         await self._configs.put_connector_config(name, full, target_state)

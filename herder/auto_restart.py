@@ -18,6 +18,9 @@ The rules (README, "Automatic restarts"):
   worker forgets its count (`forget`).
 * A task that failed because another worker has claimed it (fencing) is not restarted:
   its new owner runs it.
+* Nor is a task whose checkpoint no longer fits its config (`needs_new_checkpoint`): a
+  restart resumes the same checkpoint and fails the same way, so the trace says how to
+  start over instead.
 
 A connector, too, is restarted this way: it fails only when its config does not pass
 the worker's checks as it starts (a placeholder its provider cannot resolve yet, say).
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 from pydantic import ValidationError
 
 from protocol.messages import ConnectorTaskId
+from worker.checkpoint_fingerprint import NOT_FIT_MARK
 from worker.plugin_registry import AutoRestartSettings
 from worker.task_state import TaskState
 
@@ -51,6 +55,12 @@ Item = str | ConnectorTaskId
 FENCED_MARK: Final = " was fenced: it is now claimed by "
 """What the trace of a task fenced by another worker's claim says
 (`worker.spark_task_runtime.TaskFencedError`)."""
+
+UNFIT_CHECKPOINT_MARKS: Final = (NOT_FIT_MARK, "BATCH_METADATA_NOT_FOUND")
+"""What the trace of a task says when its checkpoint does not fit its config: sparkherd's
+own check as the task starts, or Spark's file sink finding that its output's commit log
+lacks the batches the checkpoint has committed (another `output.path`, or an output
+directory emptied under a running connector)."""
 
 _MAX_DOUBLINGS: Final = 40
 """Beyond this many doublings any back-off is past its cap (2**40 ms is 35 years)."""
@@ -113,6 +123,12 @@ def is_fenced(trace: str | None) -> bool:
     return trace is not None and FENCED_MARK in trace
 
 
+def needs_new_checkpoint(trace: str | None) -> bool:
+    """Whether a task's trace says that its checkpoint cannot be resumed with its config,
+    which only a reset of its offsets (or the config it was made for) can heal."""
+    return trace is not None and any(mark in trace for mark in UNFIT_CHECKPOINT_MARKS)
+
+
 class Outcome(Enum):
     SCHEDULED = "scheduled"
     """An automatic restart is due at `Verdict.restart_at`."""
@@ -120,6 +136,8 @@ class Outcome(Enum):
     """The last automatic restart failed too: it stays FAILED until a manual restart."""
     FENCED = "fenced"
     """Another worker claims the task; not restarted here."""
+    UNFIT_CHECKPOINT = "unfit checkpoint"
+    """The task's checkpoint does not fit its config; a restart would fail the same way."""
     DISABLED = "disabled"
     """`auto.restart.enabled=false`."""
 
@@ -156,6 +174,16 @@ class Verdict:
             )
         if self.outcome is Outcome.FENCED:
             return f"Not restarted automatically: another worker has claimed the {noun}."
+        if self.outcome is Outcome.UNFIT_CHECKPOINT and isinstance(item, ConnectorTaskId):
+            base = f"/connectors/{item.connector}"
+            return (
+                f"Not restarted automatically: the {noun}'s checkpoint does not fit its "
+                "config (was the connector re-created or reconfigured with another "
+                "output.path?), and every restart would fail the same way. To start over, "
+                f"stop the connector (PUT {base}/stop), reset its offsets (DELETE "
+                f"{base}/offsets) and resume it (PUT {base}/resume); or give it back the "
+                "config its checkpoint was made for; or create it under another name."
+            )
         return None
 
     def appended_to(self, trace: str | None, item: Item) -> str | None:
@@ -203,6 +231,8 @@ class RestartTracker:
         failed_attempt, limit = record.attempts, policy.max_attempts
         if isinstance(item, ConnectorTaskId) and is_fenced(trace):
             return Verdict(Outcome.FENCED, failed_attempt, limit)
+        if isinstance(item, ConnectorTaskId) and needs_new_checkpoint(trace):
+            return Verdict(Outcome.UNFIT_CHECKPOINT, failed_attempt, limit)
         if not policy.enabled:
             return Verdict(Outcome.DISABLED, failed_attempt, limit)
         if failed_attempt >= limit:

@@ -46,10 +46,17 @@ class ConnectorPlugins(Protocol):
 
     def validate(self, config: Mapping[str, str]) -> None: ...
 
-    def admit(self, config: Mapping[str, str], others: Mapping[str, Mapping[str, str]]) -> None:
+    def admit(
+        self,
+        config: Mapping[str, str],
+        others: Mapping[str, Mapping[str, str]],
+        *,
+        will_run: bool,
+    ) -> None:
         """Everything a config must pass before the leader stores it beside `others`
         (the other connectors' configs): `validate`, and checks across connectors and
-        of the resources it names. Blocking: call it off the event loop."""
+        of the resources it names, its checkpoints included unless it will not run (it
+        is STOPPED). Blocking: call it off the event loop."""
         ...
 
     def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]: ...

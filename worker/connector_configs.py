@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from worker.checkpoint_fingerprint import fingerprint, unfit, ways_forward
+from worker.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
 from worker.config_providers import ConfigProviderError, ConfigProviders, has_placeholder, hide
 from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
 from worker.kafka.connection import same_cluster
 from worker.kafka_security import ClientRole, security_settings
-from worker.locations import Locations, location_problems, placed_locations
+from worker.locations import Locations, location_problems, normal_form, placed_locations
 from worker.plugin_registry import (
     CONNECTOR_CLASS,
     FrameworkSettings,
@@ -175,10 +177,18 @@ class RegistryPlugins:
                 problems.extend(exc.problems)
         return self._masked(problems, config)
 
-    def admit(self, config: Mapping[str, str], others: Mapping[str, Mapping[str, str]]) -> None:
+    def admit(
+        self,
+        config: Mapping[str, str],
+        others: Mapping[str, Mapping[str, str]],
+        *,
+        will_run: bool = True,
+    ) -> None:
         """Raise `ValueError` unless `config` may be stored beside the `others` (every
         other connector's config, by name). Blocking: it may ask Spark and, to bound the
-        task configs, the outside world."""
+        task configs, the outside world. A config whose tasks' checkpoints were made for
+        other values is refused only if it `will_run` (not STOPPED): stopped, the
+        connector's offsets can be reset first, as Connect's are (KIP-875, KIP-980)."""
         connector = self._plugin(config)
         problems = self.problems(connector, config)
         resolved = self.resolve(config) if not problems else dict(config)
@@ -189,6 +199,9 @@ class RegistryPlugins:
             self._cwd,
             self._allowed_paths,
         )
+        name = config.get("name")
+        if not problems and will_run and name:
+            problems += self._unfit_checkpoints(name, resolved)
         if problems:
             raise ConnectorConfigError(self._masked(problems, config))
         try:
@@ -197,6 +210,53 @@ class RegistryPlugins:
             raise
         except Exception as exc:  # the outside world, e.g. an unreachable source cluster
             log.warning("Could not compute task configs to check their size now: %s", exc)
+
+    def checkpoint_fingerprint(self, resolved: Mapping[str, str]) -> dict[str, str]:
+        """What the tasks' checkpoints of the `resolved` config are bound to
+        (`Connector.checkpoint_keys`), as `worker.checkpoint_fingerprint` records it."""
+        connector = self._plugin(resolved)
+        locations = {*connector.output_path_keys, *connector.input_path_keys}
+        return fingerprint(
+            {
+                key: self._normal(value) if key in locations else value
+                for key in connector.checkpoint_keys
+                if (value := resolved.get(key))
+            }
+        )
+
+    def _normal(self, location: str) -> str:
+        """The location as the checks judge it; text they refuse is compared as it is."""
+        try:
+            return normal_form(location, self._cwd)
+        except ValueError:
+            return location
+
+    def _unfit_checkpoints(self, name: str, resolved: Mapping[str, str]) -> list[ConfigProblem]:
+        """The problem if a task checkpoint of the connector `name` (kept by name, across
+        delete and re-create) was made for other values than `resolved` has."""
+        checkpoints = {
+            task: checkpoint_dir_for(self._checkpoint_root, name, task)
+            for task in checkpointed_tasks(self._checkpoint_root, name)
+        }
+        by_task = unfit(checkpoints, self.checkpoint_fingerprint(resolved))
+        if not by_task:
+            return []
+        changed = sorted({key for keys in by_task.values() for key in keys})
+        tasks = ", ".join(str(task) for task in sorted(by_task))
+        which = (
+            f"checkpoint of task {tasks} of connector {name} was"
+            if len(by_task) == 1
+            else f"checkpoints of tasks {tasks} of connector {name} were"
+        )
+        return [
+            ConfigProblem(
+                changed[0] if len(changed) == 1 else WHOLE_CONFIG,
+                f"the {which} made for another {', '.join(changed)} (checkpoints are kept "
+                "by connector name, across delete and re-create): its tasks would resume "
+                "from positions that do not fit and fail at every start. "
+                + ways_forward(name, changed),
+            )
+        ]
 
     def hide(self, text: str, *configs: Mapping[str, str]) -> str:
         """`text` (an error, a trace) with every value a placeholder of `configs`

@@ -176,6 +176,12 @@ class Connector(ABC):
     offsets, or a careless path, must never touch another connector's data."""
     input_path_keys: ClassVar[tuple[str, ...]] = ()
     """Settings that name a location it reads; none may lie in `checkpoint.root`."""
+    checkpoint_keys: ClassVar[tuple[str, ...]] = ()
+    """Settings a task's checkpoint is bound to: one made under other values cannot be
+    resumed (Spark's file sink keeps its commit log in the output directory, under the
+    checkpoint's batch ids). A config that changes one of them is refused while a task
+    has such a checkpoint (`worker.checkpoint_fingerprint`). Locations among them are
+    compared in their normal form."""
 
     def validate(self, config: Mapping[str, str]) -> BaseModel:
         return parse_config(self.config_model, config)

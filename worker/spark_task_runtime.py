@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from protocol.messages import ConnectorTaskId
 from worker import spark_warm_up
+from worker.checkpoint_fingerprint import fit
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connector_configs import RegistryPlugins
 from worker.daemon_thread import DaemonThread
@@ -349,6 +350,7 @@ class SparkTaskRuntime:
         )
         task = validated.connector.create_task()
         checkpoint_dir = checkpoint_dir_for(self._checkpoint_root, task_id.connector, task_id.task)
+        made_for = self._plugins.checkpoint_fingerprint(connector_config)
         spark = self._session.get()
         owned = claim(checkpoint_dir, self._worker_id, generation)
         context = TaskContext(
@@ -363,6 +365,7 @@ class SparkTaskRuntime:
         spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))
         spark_context.addJobTag(job_tag(task_id))
         try:
+            fit(task_id.connector, task_id.task, checkpoint_dir, made_for)
             query = task.start(spark, context)
         except BaseException:
             owned.release()

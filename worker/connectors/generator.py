@@ -79,6 +79,7 @@ class GeneratorConnector(Connector):
     config_model = GeneratorSettings
     connector_type = "source"
     output_path_keys = ("output.path",)
+    checkpoint_keys = ("output.path",)
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         return [dict(config) for _ in range(max_tasks)]

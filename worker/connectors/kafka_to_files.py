@@ -152,6 +152,7 @@ class KafkaToFilesConnector(Connector):
     config_model = KafkaToFilesSettings
     connector_type = "sink"
     output_path_keys = ("output.path",)
+    checkpoint_keys = ("output.path",)
     task_configs_refresh_ms = 30_000
     """New partitions are picked up within this long; existing ones never move."""
 

@@ -196,7 +196,13 @@ class CountingPlugins:
         if "bad" in config:
             raise ValueError("bad: refused")
 
-    def admit(self, config: Mapping[str, str], others: Mapping[str, Mapping[str, str]]) -> None:
+    def admit(
+        self,
+        config: Mapping[str, str],
+        others: Mapping[str, Mapping[str, str]],
+        *,
+        will_run: bool,
+    ) -> None:
         self.validate(config)
 
     def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:

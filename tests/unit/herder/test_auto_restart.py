@@ -54,7 +54,13 @@ class FlakyPlugins(CountingPlugins):
         if self.broken:
             raise ValueError("secret.path: the file provider cannot read /run/secrets/db")
 
-    def admit(self, config: Mapping[str, str], others: Mapping[str, Mapping[str, str]]) -> None:
+    def admit(
+        self,
+        config: Mapping[str, str],
+        others: Mapping[str, Mapping[str, str]],
+        *,
+        will_run: bool,
+    ) -> None:
         return None
 
 

@@ -145,6 +145,24 @@ def test_the_fencing_mark_matches_the_runtimes_message_also_inside_a_traceback()
     assert not is_fenced("java.io.IOException: disk full") and not is_fenced(None)
 
 
+def test_a_task_whose_checkpoint_does_not_fit_is_not_restarted_and_told_how_to_start_over() -> None:
+    """A re-created connector with another output.path failed at every restart with Spark's
+    BATCH_METADATA_NOT_FOUND, and was restarted forever (issue 29, item 2)."""
+    tracker = RestartTracker(Clock())
+    trace = "... [BATCH_METADATA_NOT_FOUND] Unable to find batch file:/b/task-0/_spark_metadata/0"
+    verdict = tracker.failed(TASK, POLICY, trace)
+    assert verdict.outcome is Outcome.UNFIT_CHECKPOINT and tracker.next_due_in() is None
+    note = verdict.note(TASK)
+    assert note is not None and note.startswith("Not restarted automatically: ")
+    for step in (
+        "PUT /connectors/orders/stop",
+        "DELETE /connectors/orders/offsets",
+        "another name",
+    ):
+        assert step in note
+    assert tracker.failed("orders", POLICY, trace).outcome is Outcome.SCHEDULED, "a connector"
+
+
 def test_the_earliest_due_restart_comes_first() -> None:
     clock = Clock()
     tracker = RestartTracker(clock)
