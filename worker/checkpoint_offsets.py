@@ -128,6 +128,13 @@ def reset_offsets(checkpoint: Path) -> bool:
     return True
 
 
+def newest_committed_batch(checkpoint: Path) -> int:
+    """The id of the newest batch in the commit log (-1: none has committed): the sink
+    has every row of it, whatever Spark's progress reports say."""
+    newest = _newest(checkpoint / "commits")
+    return -1 if newest is None else newest
+
+
 def _newest(log: Path) -> int | None:
     ids = [int(p.name) for p in log.iterdir() if p.name.isdigit()] if log.is_dir() else []
     return max(ids, default=None)

@@ -30,6 +30,7 @@ from protocol.messages import ConnectorTaskId
 from worker import spark_warm_up
 from worker.checkpoint_fingerprint import fit
 from worker.checkpoint_layout import checkpoint_dir_for
+from worker.checkpoint_offsets import newest_committed_batch
 from worker.connector_configs import RegistryPlugins
 from worker.daemon_thread import DaemonThread
 from worker.failure_traces import root_cause_line, with_root_cause_first
@@ -37,7 +38,7 @@ from worker.log_setup import working_on
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
 from worker.task_claims import Claim, claim, is_released
-from worker.task_progress import TaskProgress, batch_id, fold_progress
+from worker.task_progress import TaskProgress, batch_id, fold_progress, needs_window
 from worker.task_state import StartupCounts, TaskState, TaskStatus
 
 if TYPE_CHECKING:
@@ -173,10 +174,12 @@ def _progress(
     launches: Mapping[ConnectorTaskId, _Launched],
     seen: Mapping[ConnectorTaskId, TaskProgress],
     watched: Callable[[ConnectorTaskId], bool],
+    checkpoint_root: Path,
 ) -> dict[ConnectorTaskId, TaskProgress]:
     """Blocking: each query's progress folded in since the last look, of the tasks still
     `watched`. Spark keeps the recent batches too, read only when the newest shows that
-    some were missed."""
+    some may be uncounted. The commit log is read after the reports, so it holds every
+    batch whose report they hold (Spark reports a batch once it has committed it)."""
     found: dict[ConnectorTaskId, TaskProgress] = {}
     for task_id, launched in launches.items():
         if not watched(task_id):
@@ -185,10 +188,9 @@ def _progress(
         newest = last_progress(launched.query)
         if newest is None:
             continue
-        batches = [newest]
-        if before is not None and batch_id(newest) > before.batch_id + 1:
-            batches = recent_progress(launched.query)
-        progress = fold_progress(before, batches)
+        window = recent_progress(launched.query) if needs_window(before, newest) else [newest]
+        checkpoint = checkpoint_dir_for(checkpoint_root, task_id.connector, task_id.task)
+        progress = fold_progress(before, window, newest_committed_batch(checkpoint))
         if progress is not None:
             found[task_id] = progress
     return found
@@ -501,7 +503,9 @@ class SparkTaskRuntime:
     async def _look_at_progress(self, launches: Mapping[ConnectorTaskId, _Launched]) -> None:
         """A query stopping meanwhile may fail the look; its progress no longer matters."""
         try:
-            look = partial(_progress, launches, dict(self._progress), self._watched)
+            look = partial(
+                _progress, launches, dict(self._progress), self._watched, self._checkpoint_root
+            )
             self._progress.update(await self._monitor_thread.call(look))
         except Exception as exc:
             log.debug("Could not read the tasks' progress: %s", exc)

@@ -1,9 +1,14 @@
 """A task's progress as Spark reports it, folded into what an operator watches.
 
-Spark reports one `StreamingQueryProgress` per micro-batch; the runtime looks once a
-second, so it may see only the newest of several short batches. Totals therefore count
-every batch between two looks (the caller passes the batches it missed), and rates and
-durations are the newest batch's.
+Spark reports one `StreamingQueryProgress` per trigger; the runtime looks once a second,
+so it may see only the newest of several short batches, and passes the recent window
+when it may have missed some. A trigger that finds no new data reports an idle progress
+under the id of the *next* batch, not yet run, with no rows (Spark 4.0, seen again every
+`spark.sql.streaming.noDataProgressEventInterval`), so an id alone does not say that
+batch is done: counting it on an idle report and skipping the real report that follows
+left the total at a third of the rows in a bursty task's output. Totals therefore count
+a batch once its own report is certain and the checkpoint's commit log has it; rates and
+lag are the newest trigger's, idle or not, so an idle task reads 0 rows/s.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ from typing import Any
 @dataclass(frozen=True)
 class TaskProgress:
     batch_id: int
-    """The newest batch Spark finished (and the sink committed)."""
+    """The newest batch counted: in the checkpoint's commit log and its report seen (-1:
+    none yet; a restarted task starts from its checkpoint's newest)."""
     input_rows_total: int
-    """Rows read by the batches seen since the task started on this worker."""
+    """Rows read by the committed batches of this start of the task on this worker."""
     input_rows_per_second: float
     processed_rows_per_second: float
     batch_duration_ms: int
+    """The newest counted batch's duration."""
     source_lag: int | None
     """How far the source's newest data is ahead of what the batch read, where the source
     says (Kafka: the end offsets minus the offsets read, over all partitions)."""
@@ -32,30 +39,54 @@ def batch_id(progress: Mapping[str, Any]) -> int:
     return int(progress.get("batchId", -1))
 
 
+def needs_window(previous: TaskProgress | None, newest: Mapping[str, Any]) -> bool:
+    """Whether the newest report alone may leave a batch uncounted: it can settle only
+    its own id, so any other id between the counted ones and it needs the recent window
+    (reading all of it costs one py4j call per report)."""
+    counted = previous.batch_id if previous is not None else -1
+    return batch_id(newest) > counted + 1
+
+
 def fold_progress(
-    previous: TaskProgress | None, batches: Sequence[Mapping[str, Any]]
+    previous: TaskProgress | None, window: Sequence[Mapping[str, Any]], newest_committed: int
 ) -> TaskProgress | None:
-    """`previous` advanced by the `batches` reported since (oldest first; the ones
-    already counted are skipped); None while Spark has reported nothing."""
-    seen = previous.batch_id if previous is not None else -1
-    total = previous.input_rows_total if previous is not None else 0
-    newest: Mapping[str, Any] | None = None
-    for progress in batches:
-        if batch_id(progress) > seen:
-            total += int(progress.get("numInputRows") or 0)
-            seen = batch_id(progress)
-            newest = progress
-    if newest is None:
+    """`previous` advanced by a window of reports (oldest first; looking at the same
+    window again changes nothing), counting only batches up to `newest_committed`, the
+    commit log's newest id read after the window; None while Spark has reported nothing.
+
+    A report under id k means Spark is past batch k - 1, whose own report came before
+    it; a report with rows is batch k's own (an idle one reads nothing). Of several
+    reports under one id the last is the batch's own, the idle ones came first.
+    """
+    if not window:
         return previous
-    durations = newest.get("durationMs") or {}
+    counted = previous.batch_id if previous is not None else -1
+    settled = min(newest_committed, max(_settles(progress) for progress in window))
+    own = {batch_id(progress): progress for progress in window}
+    batches = [own[number] for number in sorted(own) if counted < number <= settled]
+    total = previous.input_rows_total if previous is not None else 0
+    if batches:
+        duration = int((batches[-1].get("durationMs") or {}).get("triggerExecution") or 0)
+    else:
+        duration = previous.batch_duration_ms if previous is not None else 0
+    newest = window[-1]
     return TaskProgress(
-        batch_id=seen,
-        input_rows_total=total,
+        batch_id=max(counted, settled),
+        input_rows_total=total + sum(_rows(batch) for batch in batches),
         input_rows_per_second=_number(newest.get("inputRowsPerSecond")),
         processed_rows_per_second=_number(newest.get("processedRowsPerSecond")),
-        batch_duration_ms=int(durations.get("triggerExecution") or 0),
+        batch_duration_ms=duration,
         source_lag=source_lag(newest.get("sources") or ()),
     )
+
+
+def _settles(progress: Mapping[str, Any]) -> int:
+    """The newest batch whose own report this one shows to be in."""
+    return batch_id(progress) if _rows(progress) > 0 else batch_id(progress) - 1
+
+
+def _rows(progress: Mapping[str, Any]) -> int:
+    return int(progress.get("numInputRows") or 0)
 
 
 def source_lag(sources: Sequence[Mapping[str, Any]]) -> int | None:

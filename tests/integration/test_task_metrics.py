@@ -1,0 +1,171 @@
+"""A task's metrics against its real output: bursts of input with idle triggers between
+them, on a real local Spark (issue 29, item 3: the total had stayed at a third of the
+rows written, and the batch id one ahead of the commit log)."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import AsyncIterator, Iterator, Mapping
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+import pytest
+from pydantic import BaseModel, Field
+
+from protocol.messages import ConnectorTaskId
+from tests.support.file_sink import committed_files
+from tests.support.plugins import plugins_for
+from tests.support.polling import wait_until_async
+from worker.checkpoint_layout import checkpoint_dir_for
+from worker.plugin_registry import PluginRegistry
+from worker.plugins import Connector, Task, TaskContext, parse_config
+from worker.spark_session import SparkSessionProvider
+from worker.spark_task_runtime import SparkTaskRuntime
+from worker.task_progress import TaskProgress
+from worker.task_state import TaskState
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+pytestmark = pytest.mark.integration
+
+WAIT_S = 60.0
+BURSTS = (600, 550, 650)
+IDLE_REPORT_MS = 200
+"""Spark reports an idle trigger at most this often (its default is 10 s): each idle
+period below then holds several idle reports, as a real one of a minute would."""
+IDLE_S = 2.0
+TASK = ConnectorTaskId("bursts", 0)
+
+
+class BurstsSettings(BaseModel):
+    input_path: str = Field(alias="input.path")
+    output_path: str = Field(alias="output.path")
+
+
+class BurstsTask(Task):
+    """Lines of the text files dropped into a directory, as parquet: input that comes in
+    bursts, whenever the test writes a file."""
+
+    def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
+        settings = parse_config(BurstsSettings, context.task_config)
+        return (
+            spark.readStream.format("text")
+            .load(settings.input_path)
+            .writeStream.format("parquet")
+            .option("path", settings.output_path)
+            .option("checkpointLocation", str(context.checkpoint_dir))
+            .queryName(context.query_name)
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
+
+
+class BurstsConnector(Connector):
+    name = "bursts"
+    connector_type = "source"
+    config_model = BurstsSettings
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        return [dict(config)]
+
+    def create_task(self) -> Task:
+        return BurstsTask()
+
+
+@pytest.fixture(scope="module")
+def spark_provider() -> Iterator[SparkSessionProvider]:
+    provider = SparkSessionProvider(
+        {
+            "spark.master": "local[2]",
+            "spark.sql.streaming.noDataProgressEventInterval": str(IDLE_REPORT_MS),
+        },
+        "sparkherd-task-metrics-test",
+    )
+    try:
+        provider.get()
+        yield provider
+    finally:
+        provider.stop()
+
+
+@pytest.fixture
+async def runtime(
+    spark_provider: SparkSessionProvider, tmp_path: Path
+) -> AsyncIterator[SparkTaskRuntime]:
+    checkpoints = tmp_path / "checkpoints"
+    task_runtime = SparkTaskRuntime(
+        spark_provider,
+        plugins_for(PluginRegistry([BurstsConnector]), checkpoints, spark_provider.get),
+        checkpoints,
+        "127.0.0.1:8083",
+        10_000,
+        lambda *_: None,
+        monitor_interval_s=0.5,
+    )
+    try:
+        yield task_runtime
+    finally:
+        await task_runtime.stop_all()
+
+
+def write_burst(input_dir: Path, number: int, rows: int) -> None:
+    """One file of `rows` lines, renamed into place so no trigger sees it half written."""
+    staged = input_dir.parent / f"burst-{number}.txt"
+    staged.write_text("".join(f"{number}-{row}\n" for row in range(rows)))
+    staged.rename(input_dir / staged.name)
+
+
+def output_rows(output: Path) -> int:
+    """Rows of the files the sink committed, read without Spark (which a look every half
+    second would keep busy)."""
+    return sum(pq.read_metadata(path).num_rows for path in committed_files(output))
+
+
+def commit_log(checkpoint: Path) -> list[int]:
+    log = checkpoint / "commits"
+    return sorted(int(entry.name) for entry in log.iterdir() if entry.name.isdigit())
+
+
+async def test_metrics_of_bursty_input_match_the_output_and_the_commit_log(
+    runtime: SparkTaskRuntime, tmp_path: Path
+) -> None:
+    input_dir, output = tmp_path / "in", tmp_path / "out"
+    input_dir.mkdir()
+    config = {
+        "connector.class": "bursts",
+        "tasks.max": "1",
+        "input.path": str(input_dir),
+        "output.path": str(output),
+    }
+    await runtime.start_task(TASK, config, config, 1)
+    status = runtime.task_status(TASK)
+    assert status is not None and status.state is TaskState.RUNNING
+    await asyncio.sleep(IDLE_S)
+    written = 0
+    for number, rows in enumerate(BURSTS):
+        write_burst(input_dir, number, rows)
+        written += rows
+        await wait_until_async(
+            partial(output_rows, output),
+            WAIT_S,
+            what=f"burst {number} in the output",
+            until=partial(operator.eq, written),
+        )
+        await asyncio.sleep(IDLE_S)
+
+    checkpoint = checkpoint_dir_for(tmp_path / "checkpoints", TASK.connector, TASK.task)
+
+    def figures() -> tuple[int, int] | None:
+        progress: TaskProgress | None = runtime.progress().get(TASK)
+        return None if progress is None else (progress.input_rows_total, progress.batch_id)
+
+    expected = (written, commit_log(checkpoint)[-1])
+    seen = await wait_until_async(
+        figures, WAIT_S, what="the metrics to match the output", until=lambda f: f == expected
+    )
+    assert seen == (output_rows(output), commit_log(checkpoint)[-1])
