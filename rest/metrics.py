@@ -182,14 +182,16 @@ def _sparkherd_metrics(metrics: WorkerMetrics, runtime: RuntimeMetrics) -> Itera
 def _progress_metrics(progress: Mapping[ConnectorTaskId, TaskProgress]) -> Iterator[Metric]:
     labels = ["connector", "task"]
     rows = CounterMetricFamily(
-        "sparkherd_task_input_rows", "rows read since the task started here", labels=labels
+        "sparkherd_task_input_rows",
+        "rows read by the batches committed since the task started here",
+        labels=labels,
     )
     gauges = {
         name: GaugeMetricFamily(name, doc, labels=labels)
         for name, doc in (
-            ("sparkherd_task_input_rows_per_second", "the newest batch's input rate"),
-            ("sparkherd_task_processed_rows_per_second", "the newest batch's processing rate"),
-            ("sparkherd_task_batch_duration_ms", "the newest batch's duration"),
+            ("sparkherd_task_input_rows_per_second", "the newest trigger's input rate"),
+            ("sparkherd_task_processed_rows_per_second", "the newest trigger's processing rate"),
+            ("sparkherd_task_batch_duration_ms", "the newest committed batch's duration"),
             ("sparkherd_task_last_committed_batch_id", "the newest committed batch"),
             ("sparkherd_task_source_lag", "records the source has beyond what was read"),
         )
