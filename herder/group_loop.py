@@ -21,6 +21,7 @@ from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigStore
 from herder.leader import LeaderPlanner
 from herder.membership import (
+    TROUBLED_AFTER_ROUNDS,
     CoordinatorUnavailable,
     Generation,
     HeartbeatOutcome,
@@ -121,11 +122,27 @@ class GroupLoop:
             return WorkerState.WARMING
         if self._leaving:
             return WorkerState.LEAVING
-        if self.ready:
+        if self.ready and self.round_trouble is None:
             return WorkerState.RUNNING
-        if self.unhealthy is not None:
+        if self.unhealthy is not None or self.round_trouble is not None:
             return WorkerState.UNHEALTHY
         return WorkerState.JOINING
+
+    @property
+    def failed_rounds(self) -> int:
+        return self._member.failed_rounds
+
+    @property
+    def round_trouble(self) -> str | None:
+        """Why the group cannot settle, once `TROUBLED_AFTER_ROUNDS` rounds in a row failed
+        (for `/health`): a worker in such a loop runs its work but cannot take on more."""
+        failing = self._member.failing_rounds
+        if failing < TROUBLED_AFTER_ROUNDS:
+            return None
+        return (
+            f"the group has failed {failing} rebalance rounds in a row (last: "
+            f"{self._member.last_round_error}); retrying with back-off"
+        )
 
     def scheduled_rebalance_s(self) -> float:
         """How long until the leader's scheduled rebalance (0: none pending)."""
@@ -176,6 +193,7 @@ class GroupLoop:
             self._fenced = False
             if self.group_version == EAGER_VERSION:
                 await self._work.stop_all()
+            await self._work.give_up_lost()
             metadata = self._subscription()
             self.rebalances.begin(self._clock())
             try:
@@ -247,7 +265,7 @@ class GroupLoop:
           reach the leader.
         """
         first_static_join = (
-            self._settings.group_instance_id is not None
+            self._member.is_static
             and self._applied_generation < 0
             and not answers_run(generation.assignment, self._incarnation)
         )
@@ -264,6 +282,16 @@ class GroupLoop:
             generation.generation,
             "first join as a static member" if first_static_join else "subscription ignored",
         )
+        if subscription_ignored and self._member.is_static:
+            log.warning(
+                "the broker answered a changed subscription of this static member without a "
+                "rebalance (Tansu's partial KIP-345 does): every later change would need a "
+                "forced round, and rounds forced in turn kept a group from settling, so this "
+                "worker joins without group.instance.id from now on (the assignor still knows "
+                "it by %r)",
+                self._settings.group_instance_id,
+            )
+            self._member.join_as_dynamic()
         self._static_rejoin_forced = True
         await self._member.leave()
         return True

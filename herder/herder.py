@@ -122,7 +122,7 @@ class DistributedHerder:
 
     @property
     def ready(self) -> bool:
-        return self._loop.ready
+        return self._loop.ready and self._loop.round_trouble is None
 
     @property
     def alone(self) -> bool:
@@ -142,7 +142,7 @@ class DistributedHerder:
     @property
     def unhealthy(self) -> str | None:
         """Why a worker that was ready is not any more (None while starting or ready)."""
-        return self._loop.unhealthy
+        return self._loop.round_trouble or self._loop.unhealthy
 
     async def start(self) -> None:
         """Connect, create the internal topics, replay them, then run the group loop.
@@ -261,6 +261,7 @@ class DistributedHerder:
             connector_startups=replace(self._work.connector_startups),
             hand_offs=self._loop.hand_offs,
             self_fencings=self._loop.self_fencings,
+            failed_rounds=self._loop.failed_rounds,
             auto_restarts=self._work.restarts.begun,
         )
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.conn import create_conn
@@ -52,6 +53,20 @@ FENCED_INSTANCE_ID = 82
 
 COORDINATOR_GONE = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
 COORDINATOR_NOT_READY = (CoordinatorNotAvailableError, CoordinatorLoadInProgressError)
+MAX_ROUND_BACKOFF_S: Final = 30.0
+TROUBLED_AFTER_ROUNDS: Final = 3
+"""Failed rounds in a row after which a worker says so on `/health`."""
+
+
+def round_backoff_s(failed_in_a_row: int, base_s: float, jitter: float) -> float:
+    """The pause before the next round after `failed_in_a_row` failed ones. One failure is
+    routine (another member joined between JoinGroup and SyncGroup) and is retried at once;
+    from the second the pause doubles from `base_s` up to `MAX_ROUND_BACKOFF_S`, times
+    `jitter` (about 1), so a group whose rounds keep failing does not go on at full rate
+    with all its members in step (cf. KAFKA-12495)."""
+    if failed_in_a_row <= 1:
+        return 0.0
+    return min(base_s * 2.0 ** (failed_in_a_row - 2), MAX_ROUND_BACKOFF_S) * jitter
 
 
 class MembershipError(RuntimeError):
@@ -118,6 +133,30 @@ class Membership(Protocol):
 
     def must_fence(self, margin_s: float) -> bool: ...
 
+    @property
+    def failing_rounds(self) -> int:
+        """Rounds (JoinGroup or SyncGroup) failed in a row; 0 once one succeeds."""
+        ...
+
+    @property
+    def failed_rounds(self) -> int:
+        """Rounds failed since the member started."""
+        ...
+
+    @property
+    def last_round_error(self) -> str:
+        """What the last failed round answered."""
+        ...
+
+    @property
+    def is_static(self) -> bool:
+        """Whether it joins with a `group.instance.id` (KIP-345)."""
+        ...
+
+    def join_as_dynamic(self) -> None:
+        """From the next join on, join without `group.instance.id`."""
+        ...
+
 
 class GroupMember:
     """Joins one group as one member; the caller owns the loop and when to call what."""
@@ -133,6 +172,7 @@ class GroupMember:
         retry_backoff_s: float = 0.5,
         security: KafkaClientSecurity = PLAINTEXT_CLIENT,
         clock: Callable[[], float] = time.monotonic,
+        jitter: Callable[[], float] = lambda: random.uniform(0.8, 1.2),
     ) -> None:
         self._group_id = group_id
         self._protocol_name = protocol_name
@@ -150,6 +190,11 @@ class GroupMember:
         )
         self._coordinator: int | None = None
         self._clock = clock
+        self._jitter = jitter
+        self._failing_rounds = 0
+        self._failed_rounds = 0
+        self._last_round_error = ""
+        self._pause_s = 0.0
         self._last_response_at = clock()
         self._join_sent_at: float | None = None
         self._rebalance_noticed_at: float | None = None
@@ -157,6 +202,25 @@ class GroupMember:
         self.member_id = ""
         self._leader_id = ""
         self.generation = -1
+
+    @property
+    def failing_rounds(self) -> int:
+        return self._failing_rounds
+
+    @property
+    def failed_rounds(self) -> int:
+        return self._failed_rounds
+
+    @property
+    def last_round_error(self) -> str:
+        return self._last_round_error
+
+    @property
+    def is_static(self) -> bool:
+        return self._instance_id is not None
+
+    def join_as_dynamic(self) -> None:
+        self._instance_id = None
 
     def must_fence(self, margin_s: float) -> bool:
         """Whether the coordinator may hand this member's work on within `margin_s`.
@@ -217,7 +281,10 @@ class GroupMember:
                 raise
             if assignment is None and members.leader_id == self.member_id:
                 on_leader_sync_failed()
+            if assignment is None:
+                await asyncio.sleep(self._pause_s)
             if assignment is not None:
+                self._failing_rounds = 0
                 self._rebalance_noticed_at = None
                 self.generation = members.generation
                 self._leader_id = members.leader_id
@@ -323,7 +390,7 @@ class GroupMember:
             )
         else:
             self._on_error(code, "JoinGroup")
-            await asyncio.sleep(self._retry_backoff_s)
+            await asyncio.sleep(max(self._retry_backoff_s, self._pause_s))
         return None
 
     async def _sync_round(self, generation: int, assignments: Mapping[str, bytes]) -> bytes | None:
@@ -359,9 +426,17 @@ class GroupMember:
                 await asyncio.sleep(self._retry_backoff_s)
 
     def _on_error(self, code: int, what: str) -> None:
+        """A failed round: counted, and retried after `_pause_s` (`round_backoff_s`)."""
         if code in COORDINATOR_GONE:
             self._coordinator = None
-        log.info("%s answered error %d; retrying", what, code)
+        self._failing_rounds += 1
+        self._failed_rounds += 1
+        self._last_round_error = f"{what} answered error {code}"
+        self._pause_s = round_backoff_s(self._failing_rounds, self._retry_backoff_s, self._jitter())
+        if self._pause_s:
+            log.info("%s answered error %d; retrying in %.1f s", what, code, self._pause_s)
+        else:
+            log.info("%s answered error %d; retrying", what, code)
 
     async def _send(self, request: object) -> Any:
         """Send to the coordinator (found first); connection faults -> CoordinatorUnavailable."""

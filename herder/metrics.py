@@ -84,5 +84,7 @@ class WorkerMetrics:
     """Planned stops that handed this worker's work over."""
     self_fencings: int
     """Times this worker stopped its work because the coordinator was out of reach."""
+    failed_rounds: int
+    """JoinGroup or SyncGroup rounds that failed (a group that cannot settle counts up)."""
     auto_restarts: int
     """Automatic restarts of failed connectors and tasks begun on this worker."""

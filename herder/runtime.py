@@ -33,6 +33,11 @@ class TaskRuntime(Protocol):
         group, so that work handed to this worker does not wait for start-up)."""
         ...
 
+    async def lost_to_others(self) -> set[ConnectorTaskId]:
+        """The held tasks another worker has claimed since this one started them (its
+        start or its query was fenced): no longer this worker's, whatever their state."""
+        ...
+
     def held(self) -> set[ConnectorTaskId]:
         """Every task started and not yet stopped, whatever its state."""
         ...

@@ -122,6 +122,18 @@ class LocalWork:
     async def stop_all(self) -> None:
         await self.stop(self.owned)
 
+    async def give_up_lost(self) -> None:
+        """Before a join: give up the tasks another worker has claimed since this one
+        started them, so that the subscription reports only what this worker runs. A
+        worker thawed from a freeze still owned what the group had handed on meanwhile;
+        reported as its own, the leader stopped the live copies to hand them "back" to a
+        worker whose queries had been fenced, and nobody ran them."""
+        lost = (await self._runtime.lost_to_others()) & self.owned.tasks
+        if lost:
+            names = ", ".join(str(task) for task in sorted(lost))
+            log.warning("another worker has claimed %s; giving them up", names)
+            await self.stop(Allocation.of(tasks=lost))
+
     async def warm_up(self) -> None:
         await self._runtime.warm_up()
 

@@ -167,6 +167,12 @@ def _sparkherd_metrics(metrics: WorkerMetrics, runtime: RuntimeMetrics) -> Itera
         metrics.self_fencings,
     )
     yield _counter(
+        "sparkherd_group_failed_rounds",
+        "JoinGroup or SyncGroup rounds that failed; one that keeps rising is a group that "
+        "cannot settle (/health says so after three in a row)",
+        metrics.failed_rounds,
+    )
+    yield _counter(
         "sparkherd_task_fencings",
         "queries stopped because another worker claimed their task",
         runtime.fenced,

@@ -139,6 +139,22 @@ class _Launched:
     claim: Claim
 
 
+def _lost_to_others(
+    launches: Mapping[ConnectorTaskId, asyncio.Future[_Launched]],
+) -> set[ConnectorTaskId]:
+    """Blocking: of the finished launches, those fenced at start or since."""
+    lost = set()
+    for task_id, launch in launches.items():
+        if launch.cancelled():
+            continue
+        error = launch.exception()
+        if isinstance(error, TaskFencedError) or (
+            error is None and launch.result().claim.fenced_by() is not None
+        ):
+            lost.add(task_id)
+    return lost
+
+
 def stop_and_release(launched: _Launched, wait_s: float) -> None:
     """Blocking: stop the query (`stop_between_batches`), then release its claim, so the
     task's next owner may start it at once."""
@@ -254,6 +270,12 @@ class SparkTaskRuntime:
         (its status and trace stay readable) until it is stopped, and only then can it
         start again."""
         return set(self._runs)
+
+    async def lost_to_others(self) -> set[ConnectorTaskId]:
+        """Asks the claims themselves, not the monitor: a worker just thawed from a freeze
+        asks this before its monitor has looked again."""
+        launches = {t: run.launch for t, run in self._runs.items() if run.launch.done()}
+        return await asyncio.to_thread(_lost_to_others, launches)
 
     async def warm_up(self) -> None:
         """Start the session and run a small job and a one-batch streaming query on it

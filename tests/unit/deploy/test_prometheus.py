@@ -40,6 +40,7 @@ def exported() -> set[str]:
         connector_startups=StartupCounts(),
         hand_offs=0,
         self_fencings=0,
+        failed_rounds=0,
         auto_restarts=0,
     )
     return {

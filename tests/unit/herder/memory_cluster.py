@@ -121,6 +121,14 @@ class LoneCoordinator:
     def must_fence(self, margin_s: float) -> bool:
         return False
 
+    failing_rounds = 0
+    failed_rounds = 0
+    last_round_error = ""
+    is_static = False
+
+    def join_as_dynamic(self) -> None:
+        self.is_static = False
+
 
 @dataclass
 class RecordingRuntime:
@@ -143,6 +151,8 @@ class RecordingRuntime:
     warm_up_error: Exception | None = None
     on_state: StateListener | None = None
     failing: dict[ConnectorTaskId, str] = field(default_factory=dict)
+    lost: set[ConnectorTaskId] = field(default_factory=set)
+    """Tasks a test says another worker has claimed since this runtime started them."""
 
     def __post_init__(self) -> None:
         self.warmed.set()
@@ -184,6 +194,9 @@ class RecordingRuntime:
         await self.warmed.wait()
         if self.warm_up_error is not None:
             raise self.warm_up_error
+
+    async def lost_to_others(self) -> set[ConnectorTaskId]:
+        return self.lost & set(self.running)
 
     def held(self) -> set[ConnectorTaskId]:
         return set(self.running)
@@ -242,9 +255,11 @@ async def running_herder(
     async def no_topics() -> str | None:
         return "memory"
 
+    member = coordinator or LoneCoordinator()
+    member.is_static = group_instance_id is not None
     herder = DistributedHerder(
         settings,
-        coordinator or LoneCoordinator(),
+        member,
         ConfigStore(MemoryLog),
         StatusStore(MemoryLog),
         runtime,

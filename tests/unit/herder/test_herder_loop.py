@@ -124,6 +124,26 @@ async def test_a_lost_membership_stops_all_work_before_rejoining(tmp_path: Path)
         assert len(runtime.stops) - stops_before == 2
 
 
+async def test_a_task_another_worker_claimed_is_given_up_before_the_next_join(
+    tmp_path: Path,
+) -> None:
+    """A worker thawed from a freeze must not report as its own a task whose query the
+    new owner's claim fenced: the leader would stop the live copy to hand it "back"."""
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        await herder.create_connector("thawed", CONFIG)
+        await until(lambda: len(runtime.running) == 2, "two tasks")
+        lost = ConnectorTaskId("thawed", 0)
+        runtime.lost.add(lost)
+        joins = len(coordinator.joined_with)
+        coordinator.heartbeats.append(HeartbeatOutcome.REJOIN)
+        await until(lambda: len(coordinator.joined_with) > joins, "a rejoin")
+        reported = Codec().decode_subscription(coordinator.joined_with[joins]).allocation
+        assert lost not in reported.tasks
+        assert ConnectorTaskId("thawed", 1) in reported.tasks
+        assert lost in runtime.stops
+
+
 async def test_stopping_the_herder_stops_the_work_and_leaves_the_group(tmp_path: Path) -> None:
     coordinator = LoneCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
@@ -269,3 +289,36 @@ async def test_a_static_members_first_join_forces_a_round_over_a_replayed_assign
     async with running_herder(tmp_path, coordinator, group_instance_id="pod-0") as (herder, _):
         await until(lambda: herder.ready, "the worker joined")
         assert coordinator.left == 1 and herder.generation == 1
+
+
+async def test_a_static_member_whose_changed_subscription_is_ignored_joins_as_dynamic(
+    tmp_path: Path,
+) -> None:
+    """Tansu answers a static member's changed subscription with the generation it has:
+    the worker forces a round, and from then on joins without group.instance.id, since
+    forced rounds in turn kept a three-worker group from settling for minutes."""
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator, group_instance_id="pod-0") as (herder, _):
+        await until(lambda: herder.ready, "the worker joined")
+        answered = Codec().encode_assignment(replace(EMPTY_V3_ANSWER, leader_id="me"))
+        coordinator.replays = [Generation(herder.generation, "me", "me", answered)]
+        await herder.create_connector("grow", CONFIG)
+        await until(lambda: coordinator.left == 1, "the forced round")
+        assert coordinator.is_static is False
+        left = coordinator.left
+        await until(lambda: len(herder.owned.tasks) == 2, "its tasks after the forced round")
+        assert coordinator.left == left, "a dynamic member needs no more forced rounds"
+
+
+async def test_a_group_whose_rounds_keep_failing_says_so_on_health(tmp_path: Path) -> None:
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, _):
+        await until(lambda: herder.ready, "the worker joined")
+        coordinator.failing_rounds = 3
+        coordinator.last_round_error = "SyncGroup answered error 27"
+        assert not herder.ready
+        assert herder.state is WorkerState.UNHEALTHY
+        assert herder.unhealthy is not None and "3 rebalance rounds in a row" in herder.unhealthy
+        assert "error 27" in herder.unhealthy
+        coordinator.failing_rounds = 0
+        assert herder.ready and herder.unhealthy is None

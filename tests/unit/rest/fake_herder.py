@@ -103,6 +103,7 @@ class FakeHerder:
             connector_startups=StartupCounts(attempts=1, successes=1),
             hand_offs=0,
             self_fencings=0,
+            failed_rounds=0,
             auto_restarts=3,
         )
 
