@@ -62,3 +62,11 @@ def test_routine_streaming_warnings_are_configured_away(config: Path) -> None:
         "DENY",
         "NEUTRAL",
     )
+
+
+@pytest.mark.parametrize("config", LOG_CONFIGS, ids=lambda path: path.name)
+def test_spark_never_logs_a_failed_query_itself(config: Path) -> None:
+    """Its message may quote a resolved secret (a path); the worker logs the failure with
+    every placeholder's value hidden."""
+    query = loggers(config)["org.apache.spark.sql.execution.streaming.MicroBatchExecution"]
+    assert query["level"] == "off"
