@@ -27,16 +27,12 @@ MAX_GENERATED_KEY: Final = "spark.sparkherd.sql.maxGeneratedElements"
 ... may build: a Spark setting of the worker (every `spark.*` key reaches its session)."""
 DEFAULT_MAX_GENERATED: Final = 100_000
 _LOGICAL: Final = "org.apache.spark.sql.catalyst.plans.logical."
-QUERY_PLAN_NODES: Final = frozenset(
-    _LOGICAL + name
-    for name in (
+RELATIONAL_OPERATORS: Final = frozenset(
+    {
         "Aggregate",
-        "CTERelationDef",
-        "CTERelationRef",
         "Deduplicate",
         "Distinct",
         "Except",
-        "Expand",
         "Filter",
         "Generate",
         "GlobalLimit",
@@ -48,19 +44,29 @@ QUERY_PLAN_NODES: Final = frozenset(
         "Offset",
         "OneRowRelation",
         "Project",
-        "RebalancePartitions",
         "Repartition",
         "RepartitionByExpression",
-        "ResolvedHint",
         "Sample",
         "Sort",
         "SubqueryAlias",
         "Tail",
         "Union",
+    }
+)
+"""Operators a query has both as Spark's parser writes it and once analysed."""
+QUERY_PLAN_NODES: Final = frozenset(
+    _LOGICAL + name
+    for name in RELATIONAL_OPERATORS
+    | {
+        "CTERelationDef",
+        "CTERelationRef",
+        "Expand",
+        "RebalancePartitions",
+        "ResolvedHint",
         "View",
         "Window",
         "WithCTE",
-    )
+    }
 )
 """The analysed operators of a query over given views: relational operators, CTEs,
 inline tables (`VALUES`, a one-row `SELECT`) and the views themselves. Nothing that reads

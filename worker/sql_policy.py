@@ -25,6 +25,7 @@ from pyspark.errors import PySparkException
 from worker.sql_plan import (
     DEFAULT_MAX_GENERATED,
     MAX_GENERATED_KEY,
+    RELATIONAL_OPERATORS,
     USER_DEFINED,
     PlanRules,
     plan_problem,
@@ -33,41 +34,17 @@ from worker.sql_plan import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-QUERY_OPERATORS: Final = frozenset(
-    {
-        "Aggregate",
-        "Deduplicate",
-        "Distinct",
-        "Except",
-        "Filter",
-        "Generate",
-        "GlobalLimit",
-        "Intersect",
-        "Join",
-        "LateralJoin",
-        "LocalLimit",
-        "LocalRelation",
-        "Offset",
-        "OneRowRelation",
-        "Pivot",
-        "Project",
-        "Repartition",
-        "RepartitionByExpression",
-        "Sample",
-        "Sort",
-        "SubqueryAlias",
-        "Tail",
-        "Union",
-        "Unpivot",
-        "UnresolvedHaving",
-        "UnresolvedHint",
-        "UnresolvedInlineTable",
-        "UnresolvedRelation",
-        "UnresolvedSubqueryColumnAliases",
-        "UnresolvedWith",
-        "WithWindowDefinition",
-    }
-)
+QUERY_OPERATORS: Final = RELATIONAL_OPERATORS | {
+    "Pivot",
+    "Unpivot",
+    "UnresolvedHaving",
+    "UnresolvedHint",
+    "UnresolvedInlineTable",
+    "UnresolvedRelation",
+    "UnresolvedSubqueryColumnAliases",
+    "UnresolvedWith",
+    "WithWindowDefinition",
+}
 """The unresolved plan nodes Spark's parser makes for a query: everything else (every
 command, `ScriptTransformation`, `InsertIntoDir`, table-valued functions, a table named
 through `IDENTIFIER(...)`) is refused."""

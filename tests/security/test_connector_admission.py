@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.plugins import no_spark
+from tests.support.plugins import no_spark, plugins_with_secrets
 from worker.config_providers import ConfigProviders
 from worker.connector_configs import MAX_TASK_CONFIGS_BYTES, RegistryPlugins
 from worker.connectors import default_registry
@@ -26,22 +26,7 @@ def secrets(tmp_path: Path) -> Path:
 
 
 def plugins(secrets: Path, tmp_path: Path, tasks_max_limit: int = 1000) -> RegistryPlugins:
-    providers = ConfigProviders.from_worker_settings(
-        {
-            "config.providers": "dir",
-            "config.providers.dir.class": "directory",
-            "config.providers.dir.param.allowed.paths": str(secrets),
-        },
-        {},
-    )
-    return RegistryPlugins(
-        default_registry(),
-        providers=providers,
-        checkpoint_root=tmp_path / "checkpoints",
-        tasks_max_limit=tasks_max_limit,
-        spark=no_spark,
-        cwd=tmp_path,
-    )
+    return plugins_with_secrets(secrets, tmp_path, tasks_max_limit)
 
 
 def generator(output: str, **overrides: str) -> dict[str, str]:

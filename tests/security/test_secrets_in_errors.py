@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field, SecretStr
 
-from tests.support.plugins import no_spark
-from worker.config_providers import ConfigProviders, hide
+from tests.support.plugins import plugins_with_secrets
+from worker.config_providers import hide
 from worker.connector_configs import RegistryPlugins
-from worker.connectors import default_registry
 from worker.connectors.kafka_to_files import KafkaToFilesSettings
 from worker.plugins import HIDDEN, ConnectorConfigError, parse_config, secret_keys
 
@@ -83,22 +82,7 @@ def registry(tmp_path: Path) -> RegistryPlugins:
     secrets = tmp_path / "secrets"
     secrets.mkdir()
     (secrets / "word").write_text(SECRET + "\n")
-    providers = ConfigProviders.from_worker_settings(
-        {
-            "config.providers": "dir",
-            "config.providers.dir.class": "directory",
-            "config.providers.dir.param.allowed.paths": str(secrets),
-        },
-        {},
-    )
-    return RegistryPlugins(
-        default_registry(),
-        providers=providers,
-        checkpoint_root=tmp_path / "checkpoints",
-        tasks_max_limit=10,
-        spark=no_spark,
-        cwd=tmp_path,
-    )
+    return plugins_with_secrets(secrets, tmp_path, tasks_max_limit=10)
 
 
 @pytest.mark.parametrize(

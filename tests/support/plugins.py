@@ -1,4 +1,5 @@
-"""`RegistryPlugins` as tests build it: no config providers, the default limits."""
+"""`RegistryPlugins` as tests build it: no config providers and the default limits, or a
+`directory` provider over a secrets directory."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 from worker.config import WorkerConfig
 from worker.config_providers import ConfigProviders
 from worker.connector_configs import RegistryPlugins
+from worker.connectors import default_registry
 from worker.plugin_registry import PluginRegistry
 
 if TYPE_CHECKING:
@@ -30,4 +32,26 @@ def plugins_for(
         checkpoint_root=checkpoint_root,
         tasks_max_limit=WorkerConfig().tasks_max_limit,
         spark=spark,
+    )
+
+
+def plugins_with_secrets(
+    secrets: Path, tmp_path: Path, tasks_max_limit: int = 1000
+) -> RegistryPlugins:
+    """The default plugins, with placeholders `${dir:<secrets>:<file>}` allowed."""
+    providers = ConfigProviders.from_worker_settings(
+        {
+            "config.providers": "dir",
+            "config.providers.dir.class": "directory",
+            "config.providers.dir.param.allowed.paths": str(secrets),
+        },
+        {},
+    )
+    return RegistryPlugins(
+        default_registry(),
+        providers=providers,
+        checkpoint_root=tmp_path / "checkpoints",
+        tasks_max_limit=tasks_max_limit,
+        spark=no_spark,
+        cwd=tmp_path,
     )
