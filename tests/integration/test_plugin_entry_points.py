@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.file_sink import committed_files
@@ -82,13 +81,8 @@ def test_an_entry_point_plugin_is_listed_validated_run_and_stopped(
 
     api.call("PUT", "/connectors/echo/stop", 204)
     api.wait_states("echo", "STOPPED", [])
-    # STOPPED shows as soon as the herder knows it, as in Connect; the tasks stop in the
-    # rebalance it causes, and KIP-875's reset is refused (409) until they have.
-    wait_until(
-        lambda: httpx.delete(f"{api.url}/connectors/echo/offsets", timeout=60).status_code == 200,
-        TIMEOUT_S,
-        what="the stopped connector's tasks to stop, so its offsets can be reset",
-    )
+    # STOPPED shows at once, as in Connect; the tasks stop in the rebalance that follows.
+    api.once_tasks_stopped("DELETE", "/connectors/echo/offsets")
     settled = len(committed_files(output / "task-0"))
     # Part of the scenario, not a wait: time passes to show that nothing more is written.
     time.sleep(3)

@@ -148,7 +148,7 @@ def test_a_failed_task_runs_again_once_restarted(worker: WorkerProcess, tmp_path
     # Another output.path than the checkpoint's is refused while it would run; reset first.
     api.call("PUT", "/connectors/phoenix/stop", 204)
     api.wait_states("phoenix", "STOPPED", [])
-    api.call("DELETE", "/connectors/phoenix/offsets", 200)
+    api.once_tasks_stopped("DELETE", "/connectors/phoenix/offsets")
     api.call("PUT", "/connectors/phoenix/config", 200, json=generator_config(blocked_again, 1))
     api.call("PUT", "/connectors/phoenix/resume", 202)
     refailed = api.wait_states("phoenix", "RUNNING", ["FAILED"])
@@ -183,7 +183,7 @@ def test_offsets_show_alter_and_reset_a_tasks_checkpoint(
     assert shown["offset"]["offset"] == written
 
     moved["offsets"][0]["offset"]["timestamp"] = shown["offset"]["timestamp"]
-    answer = once_tasks_stopped(api, "PATCH", "/connectors/progress/offsets", json=moved)
+    answer = api.once_tasks_stopped("PATCH", "/connectors/progress/offsets", json=moved)
     assert answer == {"message": "The offsets for this connector have been altered successfully"}
     [shown] = api.call("GET", "/connectors/progress/offsets", 200).json()["offsets"]
     assert shown["offset"]["offset"] == 1000
@@ -201,22 +201,10 @@ def test_offsets_show_alter_and_reset_a_tasks_checkpoint(
 
     api.call("PUT", "/connectors/progress/stop", 204)
     api.wait_states("progress", "STOPPED", [])
-    answer = once_tasks_stopped(api, "DELETE", "/connectors/progress/offsets")
+    answer = api.once_tasks_stopped("DELETE", "/connectors/progress/offsets")
     assert answer == {"message": "The offsets for this connector have been reset successfully"}
     assert api.call("GET", "/connectors/progress/offsets", 200).json() == {"offsets": []}
     api.call("DELETE", "/connectors/progress", 204)
-
-
-def once_tasks_stopped(api: Api, method: str, path: str, **kwargs: Any) -> Any:
-    """Offsets change only once no task reports RUNNING (409 until then)."""
-
-    def attempt() -> httpx.Response | None:
-        answer = httpx.request(method, api.url + path, timeout=30, **kwargs)
-        return None if answer.status_code == 409 else answer
-
-    answer: httpx.Response = wait_until(attempt, TIMEOUT_S, what=f"{method} {path} without 409")
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 def test_config_put_patch_and_initial_state(worker: WorkerProcess, tmp_path: Path) -> None:

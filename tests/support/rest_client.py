@@ -38,3 +38,18 @@ class Api:
             what=f"{name}: {connector} {tasks}",
             until=reached,
         )
+
+    def once_tasks_stopped(self, method: str, path: str, **kwargs: Any) -> Any:
+        """An offsets call (KIP-875) on a STOPPED connector, once no task reports RUNNING:
+        STOPPED shows as soon as the herder knows it, the tasks stop in the rebalance that
+        follows, and the call is a 409 until then."""
+
+        def attempt() -> httpx.Response | None:
+            answer = httpx.request(method, self.url + path, timeout=30, **kwargs)
+            return None if answer.status_code == 409 else answer
+
+        answer: httpx.Response = wait_until(
+            attempt, self.timeout_s, what=f"{method} {path} without 409"
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.json()
