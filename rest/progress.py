@@ -35,7 +35,7 @@ class TaskProgressBody(BaseModel):
     connector: str
     task: int
     worker_id: str = Field(description="The worker that runs the task and reported this.")
-    batch_id: int = Field(description="The newest batch Spark finished.")
+    batch_id: int = Field(description="The newest batch the task's checkpoint has committed.")
     input_rows_per_second: float
     processed_rows_per_second: float
 

@@ -407,7 +407,10 @@
             el("td", {
               cls: "rate",
               text: rate === undefined || Number.isNaN(rate) ? "–" : rate.toFixed(1),
-              title: rate === undefined ? noRate(progress, task) : "newest batch's input rows per second",
+              title:
+                rate === undefined
+                  ? noRate(progress, task)
+                  : "input rows per second of the newest trigger (0 while idle)",
             }),
             el("td", {}, restart),
           ),
