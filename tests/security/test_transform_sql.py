@@ -188,6 +188,27 @@ def test_a_refused_command_never_ran(spark: SparkSession, tmp_path: Path) -> Non
     assert not marker.exists()
 
 
+def refused_at_start(
+    spark: SparkSession, tmp_path: Path, name: str, sql: str, fragment: str
+) -> None:
+    """A kafka-to-files task whose config holds `sql` unchecked refuses it before any
+    query starts or writes."""
+    config = {
+        "connector.class": "kafka-to-files",
+        "kafka.bootstrap.servers": "127.0.0.1:9",
+        "kafka.client": "python",
+        "topics": "t",
+        "output.path": str(tmp_path / "out"),
+        "transform.sql": sql,
+        ASSIGN_KEY: format_assignment([TopicPartition("t", 0)]),
+    }
+    context = TaskContext(name, 0, config, config, tmp_path / "checkpoints" / name / "0")
+    with pytest.raises(QueryNotAllowed, match=fragment):
+        KafkaToFilesTask().start(spark, context)
+    assert not (tmp_path / "out").exists()
+    assert not [q for q in spark.streams.active if q.name == context.query_name]
+
+
 def test_a_task_refuses_a_query_that_reached_its_config_unchecked(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -195,21 +216,9 @@ def test_a_task_refuses_a_query_that_reached_its_config_unchecked(
     record written by an older worker, or by hand) is checked again before any query
     starts."""
     marker = tmp_path / "ran"
-    config = {
-        "connector.class": "kafka-to-files",
-        "kafka.bootstrap.servers": "127.0.0.1:9",
-        "kafka.client": "python",
-        "topics": "t",
-        "output.path": str(tmp_path / "out"),
-        "transform.sql": f"SELECT TRANSFORM(key) USING 'touch {marker}' FROM source",
-        ASSIGN_KEY: format_assignment([TopicPartition("t", 0)]),
-    }
-    context = TaskContext("k2f", 0, config, config, tmp_path / "checkpoints" / "k2f" / "0")
-    with pytest.raises(QueryNotAllowed, match="ScriptTransformation"):
-        KafkaToFilesTask().start(spark, context)
+    sql = f"SELECT TRANSFORM(key) USING 'touch {marker}' FROM source"
+    refused_at_start(spark, tmp_path, "k2f", sql, "ScriptTransformation")
     assert not marker.exists()
-    assert not (tmp_path / "out").exists()
-    assert not [q for q in spark.streams.active if q.name == context.query_name]
 
 
 def test_a_task_refuses_a_cte_named_like_a_file_table(spark: SparkSession, tmp_path: Path) -> None:
@@ -217,18 +226,8 @@ def test_a_task_refuses_a_cte_named_like_a_file_table(spark: SparkSession, tmp_p
     wrote the file's lines into the connector's output."""
     secret = tmp_path / "secret.txt"
     secret.write_text("never in the output\n")
-    config = {
-        "connector.class": "kafka-to-files",
-        "kafka.bootstrap.servers": "127.0.0.1:9",
-        "kafka.client": "python",
-        "topics": "t",
-        "output.path": str(tmp_path / "out"),
-        "transform.sql": f"WITH `text.{secret}` AS (SELECT * FROM source) "
-        f"SELECT CAST(value AS STRING) AS value FROM text.`{secret}`",
-        ASSIGN_KEY: format_assignment([TopicPartition("t", 0)]),
-    }
-    context = TaskContext("cte", 0, config, config, tmp_path / "checkpoints" / "cte" / "0")
-    with pytest.raises(QueryNotAllowed, match="not text"):
-        KafkaToFilesTask().start(spark, context)
-    assert not (tmp_path / "out").exists()
-    assert not [q for q in spark.streams.active if q.name == context.query_name]
+    sql = (
+        f"WITH `text.{secret}` AS (SELECT * FROM source) "
+        f"SELECT CAST(value AS STRING) AS value FROM text.`{secret}`"
+    )
+    refused_at_start(spark, tmp_path, "cte", sql, "not text")
