@@ -44,10 +44,10 @@ def freeze_python_alone(worker: WorkerProcess, sig: signal.Signals) -> None:
 @pytest.mark.parametrize(
     ("freeze", "frozen", "broker_fixture"),
     [
-        (freeze_whole, "leader", "tansu_broker"),
+        (freeze_whole, "leader", "kafka_broker"),
         (freeze_python_alone, "follower", "kafka_broker"),
     ],
-    ids=["whole-leader-tansu", "python-follower-kafka"],
+    ids=["whole-leader-kafka", "python-follower-kafka"],
 )
 def test_every_task_runs_again_soon_after_a_frozen_worker_thaws(
     request: pytest.FixtureRequest,
