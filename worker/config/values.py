@@ -75,8 +75,13 @@ def _check_bootstrap_servers(value: str) -> str:
     return ",".join(entries)
 
 
+def is_kafka_name(value: str) -> bool:
+    """Whether Kafka accepts `value` as a topic or group name (`KAFKA_NAME_RULE`)."""
+    return bool(_KAFKA_NAME.fullmatch(value)) and value not in {".", ".."}
+
+
 def _check_kafka_name(value: str) -> str:
-    if not _KAFKA_NAME.fullmatch(value) or value in {".", ".."}:
+    if not is_kafka_name(value):
         raise ValueError(value)
     return value
 

@@ -84,6 +84,32 @@ def test_a_missing_input_directory_is_named(tmp_path: Path) -> None:
         check_ends(settings)
 
 
+def test_validate_names_topic_creation_problems_beside_the_settings() -> None:
+    config = {
+        **BASE,
+        "topic": "events/today",
+        "max.files.per.trigger": "0",
+        "topic.creation.default.partitions": "3",
+    }
+    with pytest.raises(ConnectorConfigError) as refused:
+        FilesToKafkaConnector().validate(config)
+    assert {p.key for p in refused.value.problems} == {
+        "topic",
+        "max.files.per.trigger",
+        "topic.creation.default.replication.factor",
+    }
+
+
+def test_validate_takes_topic_creation_keys() -> None:
+    config = {
+        **BASE,
+        "topic.creation.default.partitions": "3",
+        "topic.creation.default.replication.factor": "-1",
+        "topic.creation.default.cleanup.policy": "compact",
+    }
+    assert FilesToKafkaConnector().validate(config) == parse_config(FilesToKafkaSettings, config)
+
+
 def test_one_task_config_per_task() -> None:
     configs = FilesToKafkaConnector().task_configs(BASE, 3)
     assert [c[SPLIT_KEY] for c in configs] == ["0/3", "1/3", "2/3"]
