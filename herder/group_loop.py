@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 CATCH_UP_ATTEMPTS = 3
 """Failed config catch-ups in a row after which a worker stops its work."""
 FENCE_CHECK_INTERVAL_S = 0.5
+STATIC_PROBE_TIMEOUT_S = 60.0
+"""Two rounds in a group of one: well under a second on Apache Kafka, 5-20 s on Tansu."""
 
 
 class GroupLoop:
@@ -185,20 +187,17 @@ class GroupLoop:
 
     async def run(self) -> None:
         self._starting_since = self._clock()
-        if self._settings.warm_up:
-            await self._warm_up()
+        await asyncio.gather(self._warm_up(), self._check_static_membership())
         while True:
             self._rejoin.clear()
             self.config_changed.clear()
             self._fenced = False
             if self.group_version == EAGER_VERSION:
                 await self._work.stop_all()
-            await self._work.give_up_lost()
-            metadata = self._subscription()
             self.rebalances.begin(self._clock())
             try:
                 generation = await self._member.join(
-                    metadata, self._on_leader, self._forget_leader_round
+                    self._subscribe, self._on_leader, self._forget_leader_round
                 )
             except CoordinatorUnavailable as exc:
                 log.warning("%s; retrying", exc)
@@ -206,7 +205,7 @@ class GroupLoop:
             except TimeoutError:
                 await self._config_unreadable()
                 continue
-            if await self._rebalance_was_skipped(generation, metadata):
+            if await self._rebalance_was_skipped(generation):
                 continue
             self._generation = generation
             if self._fenced:
@@ -231,6 +230,8 @@ class GroupLoop:
         back after a restart, say) then starts at once instead of after Spark's start-up,
         on CPUs the other workers keep busy. A runtime that cannot start is no reason to
         stay out of the group: the tasks it is given report the cause as FAILED."""
+        if not self._settings.warm_up:
+            return
         self._warming = True
         began = self._clock()
         try:
@@ -244,7 +245,32 @@ class GroupLoop:
         finally:
             self._warming = False
 
-    async def _rebalance_was_skipped(self, generation: Generation, metadata: bytes) -> bool:
+    async def _check_static_membership(self) -> None:
+        """Before the first join (during the warm-up, which takes longer): a static member
+        on a broker that does not rebalance on its changed subscription joins without
+        `group.instance.id` from the start. Found out only when a subscription changed,
+        the switch came in the middle of a hand-off, whose rounds then outlasted its
+        bound, and a worker restarted under the same identity after the switch left the
+        group answering every SyncGroup with error 27. A probe that cannot finish keeps
+        the member static (`_rebalance_was_skipped` still notices later)."""
+        if not self._member.is_static:
+            return
+        try:
+            async with asyncio.timeout(STATIC_PROBE_TIMEOUT_S):
+                honoured = await self._member.static_rejoin_honoured()
+        except Exception as exc:  # a probe is advice: never a reason not to join
+            log.warning("could not probe the broker's static membership (%r)", exc)
+            return
+        if not honoured:
+            log.warning(
+                "the broker does not rebalance when a static member's subscription changes "
+                "(Tansu's partial KIP-345): this worker joins without group.instance.id (the "
+                "assignor still knows it by %r)",
+                self._settings.group_instance_id,
+            )
+            self._member.join_as_dynamic()
+
+    async def _rebalance_was_skipped(self, generation: Generation) -> bool:
         """Whether the coordinator answered without the rebalance this worker needs, in
         which case it leaves and rejoins to force one (and the caller joins again).
 
@@ -270,10 +296,11 @@ class GroupLoop:
             and not answers_run(generation.assignment, self._incarnation)
         )
         subscription_ignored = (
-            generation.generation == self._applied_generation and metadata != self._joined_with
+            generation.generation == self._applied_generation
+            and generation.subscription != self._joined_with
         )
         if not (first_static_join or subscription_ignored) or self._static_rejoin_forced:
-            self._joined_with = metadata
+            self._joined_with = generation.subscription
             self._static_rejoin_forced = False
             return False
         log.info(
@@ -296,7 +323,12 @@ class GroupLoop:
         await self._member.leave()
         return True
 
-    def _subscription(self) -> bytes:
+    async def _subscribe(self) -> bytes:
+        """For each JoinGroup: what this worker runs now. Tasks another worker has
+        claimed meanwhile are given up first, so the subscription never reports them:
+        a worker thawed in the middle of a join retried it with the tasks it had owned
+        when it froze, and the leader stopped their live copies to hand them "back"."""
+        await self._work.give_up_lost()
         snapshot = self.configs.snapshot()
         self._configured_at_join = snapshot.configured()
         return encode_subscription(
@@ -425,7 +457,15 @@ class GroupLoop:
                 timeout = min(timeout, max(0.0, self._rejoin_at - self._clock()))
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
-                    await _first_of(self._rejoin, self.config_changed, self._requests.arrived)
+                    await _first_of(
+                        self._rejoin,
+                        self.config_changed,
+                        self._requests.arrived,
+                        self._work.claimed_elsewhere,
+                    )
+            if self._work.claimed_elsewhere.is_set():
+                log.info("another worker has claimed a task of mine; rejoining to give it up")
+                self._rejoin.set()
             if self._rejoin_at is not None and self._clock() >= self._rejoin_at:
                 self._rejoin_at = None
                 await self._scheduled_rebalance()

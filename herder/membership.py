@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import secrets
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -37,6 +38,12 @@ from aiokafka.protocol.group import (
 from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 log = logging.getLogger(__name__)
+
+STATIC_PROBE_GROUP_INFIX: Final = ".static-probe."
+"""`<group.id>.static-probe.<random>`: the throwaway group of `static_rejoin_honoured`."""
+PROBE_SESSION_TIMEOUT_MS: Final = 6000
+"""Apache Kafka's least (`group.min.session.timeout.ms`); Tansu's join phase lasts half
+the session timeout of a group's first member, so the probe's two rounds stay short."""
 
 PROTOCOL_TYPE = "connect"
 
@@ -85,6 +92,8 @@ class Generation:
     member_id: str
     leader_id: str
     assignment: bytes
+    subscription: bytes = b""
+    """The metadata this member joined the generation with."""
 
     @property
     def is_leader(self) -> bool:
@@ -103,6 +112,10 @@ class JoinedMembers:
 
 LeaderCallback = Callable[[JoinedMembers], Awaitable[Mapping[str, bytes]]]
 """The leader's assignment step: raw metadata in, raw assignment per member out."""
+Subscribe = Callable[[], Awaitable[bytes]]
+"""This member's metadata, asked anew for every JoinGroup of a join: a join can take
+many rounds (and a frozen process resumes in the middle of one), and each round must
+report what the member runs then, not what it ran when the join began."""
 
 
 class HeartbeatOutcome(Enum):
@@ -124,7 +137,10 @@ class Membership(Protocol):
     async def close(self) -> None: ...
 
     async def join(
-        self, metadata: bytes, on_leader: LeaderCallback, on_leader_sync_failed: Callable[[], None]
+        self,
+        subscribe: Subscribe,
+        on_leader: LeaderCallback,
+        on_leader_sync_failed: Callable[[], None],
     ) -> Generation: ...
 
     async def heartbeat(self) -> HeartbeatOutcome: ...
@@ -155,6 +171,10 @@ class Membership(Protocol):
 
     def join_as_dynamic(self) -> None:
         """From the next join on, join without `group.instance.id`."""
+        ...
+
+    async def static_rejoin_honoured(self) -> bool:
+        """Whether the broker rebalances when a static member's subscription changes."""
         ...
 
 
@@ -222,6 +242,35 @@ class GroupMember:
     def join_as_dynamic(self) -> None:
         self._instance_id = None
 
+    async def static_rejoin_honoured(self) -> bool:
+        """Asked once, before the first join, in a throwaway group of its own (this
+        worker's group sees nothing of it): join as a static member, join again with
+        another subscription, and see whether that made a new generation, as KIP-345
+        has it. Tansu answers with the current generation instead, so a changed
+        subscription (new work, revocations done) never reaches the leader, and the
+        rounds forced to get past that kept a rolling bounce from ever settling."""
+        token = secrets.token_hex(4)
+        probe = GroupMember(
+            self._bootstrap_servers,
+            f"{self._group_id}{STATIC_PROBE_GROUP_INFIX}{token}",
+            self._protocol_name,
+            min(self._session_timeout_ms, PROBE_SESSION_TIMEOUT_MS),
+            self._rebalance_timeout_ms,
+            instance_id=f"probe-{token}",
+            retry_backoff_s=self._retry_backoff_s,
+            security=self._security,
+            clock=self._clock,
+            jitter=self._jitter,
+        )
+        await probe.start()
+        try:
+            first = await probe.join(_subscribing(b"before"), _assign_a_token)
+            second = await probe.join(_subscribing(b"after"), _assign_a_token)
+            await probe.leave()
+        finally:
+            await probe.close()
+        return second.generation != first.generation
+
     def must_fence(self, margin_s: float) -> bool:
         """Whether the coordinator may hand this member's work on within `margin_s`.
 
@@ -256,7 +305,7 @@ class GroupMember:
 
     async def join(
         self,
-        metadata: bytes,
+        subscribe: Subscribe,
         on_leader: LeaderCallback,
         on_leader_sync_failed: Callable[[], None] = lambda: None,
     ) -> Generation:
@@ -268,6 +317,7 @@ class GroupMember:
         `MembershipError`.
         """
         while True:
+            metadata = await subscribe()
             try:
                 members = await self._join_round(metadata)
                 if members is None:
@@ -288,7 +338,9 @@ class GroupMember:
                 self._rebalance_noticed_at = None
                 self.generation = members.generation
                 self._leader_id = members.leader_id
-                return Generation(members.generation, self.member_id, members.leader_id, assignment)
+                return Generation(
+                    members.generation, self.member_id, members.leader_id, assignment, metadata
+                )
 
     async def heartbeat(self) -> HeartbeatOutcome:
         request = HeartbeatRequest(self._group_id, self.generation, self.member_id)
@@ -453,6 +505,18 @@ class GroupMember:
         self._last_response_at = self._clock()
         self._unreachable = False
         return response
+
+
+def _subscribing(metadata: bytes) -> Subscribe:
+    async def subscribe() -> bytes:
+        return metadata
+
+    return subscribe
+
+
+async def _assign_a_token(members: JoinedMembers) -> Mapping[str, bytes]:
+    """Not empty: Tansu answers a SyncGroup whose assignment is empty with error 27."""
+    return dict.fromkeys(members.metadata, b"probe")
 
 
 async def login_refusal(bootstrap_servers: str, security: KafkaClientSecurity) -> str | None:

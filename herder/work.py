@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
 
-from herder.auto_restart import RestartPolicy, RestartTracker
+from herder.auto_restart import RestartPolicy, RestartTracker, is_fenced
 from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
 from herder.restart_timer import RestartTimer, Submit
@@ -73,6 +73,10 @@ class LocalWork:
         self._restart_policy = restart_policy
         self.restarts = RestartTracker(clock)
         self._restart_timer = RestartTimer(submit, self._restart_due)
+        self.claimed_elsewhere = asyncio.Event()
+        """Set when a task of this worker was found fenced by another worker's claim: the
+        group loop rejoins, giving it up (`give_up_lost`), so that the leader learns at
+        once that nobody here runs it, instead of at the next rebalance, if any."""
 
     # -- starting and stopping -------------------------------------------------------------
 
@@ -123,11 +127,12 @@ class LocalWork:
         await self.stop(self.owned)
 
     async def give_up_lost(self) -> None:
-        """Before a join: give up the tasks another worker has claimed since this one
-        started them, so that the subscription reports only what this worker runs. A
+        """Before each JoinGroup: give up the tasks another worker has claimed since this
+        one started them, so that the subscription reports only what this worker runs. A
         worker thawed from a freeze still owned what the group had handed on meanwhile;
         reported as its own, the leader stopped the live copies to hand them "back" to a
         worker whose queries had been fenced, and nobody ran them."""
+        self.claimed_elsewhere.clear()
         lost = (await self._runtime.lost_to_others()) & self.owned.tasks
         if lost:
             names = ", ".join(str(task) for task in sorted(lost))
@@ -292,6 +297,8 @@ class LocalWork:
         """The runtime's callback; must be called on the herder's event loop."""
         if task in self.owned.tasks:
             self._report(task, state, trace)
+            if state is TaskState.FAILED and is_fenced(trace):
+                self.claimed_elsewhere.set()
 
     def _report(
         self, item: str | ConnectorTaskId, state: TaskState, trace: str | None = None

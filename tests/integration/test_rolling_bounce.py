@@ -10,7 +10,13 @@ from the data) is at most half the median restart, SIGTERM to `/health` 200. Wit
 hand-off a bounced worker's tasks wait for it to come back, and their gap is longer than
 its whole restart. The tasks move in the round that revokes them, their next owner
 starting each on its old owner's release, never on the bound of that wait (protocol v3).
-And nothing is lost or doubled: every `seq` once, no task ever on two workers."""
+And nothing is lost or doubled: every `seq` once, no task ever on two workers.
+
+On Apache Kafka and on Tansu, where the workers are configured with `group.instance.id`
+as on Kubernetes: Tansu does not rebalance when a static member's subscription changes,
+and once left a rolling bounce answering every SyncGroup with error 27 for minutes, so
+its workers find that out before they first join and join as dynamic members. Its rounds
+take 5-9 s, and a task there may pause for up to two of them, still less than a restart."""
 
 from __future__ import annotations
 
@@ -37,12 +43,13 @@ TASKS = 3
 GRACE_S = 60.0
 SETTINGS: tuple[str, ...] = ("connect.protocol=compatible",)
 """Warm-up and hand-off are the defaults."""
+LONGEST_GAP_SHARE_OF_RESTART = {"kafka": 0.5, "tansu": 1.0}
 
 
 def test_a_rolling_bounce_with_hand_off_keeps_every_task_going(
-    broker: EmbeddedBroker, tmp_path: Path
+    each_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    cluster = Cluster(broker.bootstrap_servers, tmp_path, size=WORKERS, settings=SETTINGS)
+    cluster = Cluster(each_broker.bootstrap_servers, tmp_path, size=WORKERS, settings=SETTINGS)
     for index, worker in enumerate(cluster.workers):
         worker.extra = [*worker.extra, f"group.instance.id=bounce-{index}"]
     output = tmp_path / "out"
@@ -66,8 +73,9 @@ def test_a_rolling_bounce_with_hand_off_keeps_every_task_going(
     print(f"median restart {restart_s:.1f} s; {figures}")
     assert all(r.exit_code is not None for r in restarts), f"killed after the grace: {figures}"
     assert sum(sampler.seen.stops.values()) > 0, f"no task ever stopped or moved: {figures}"
-    assert max(gaps.values()) <= restart_s / 2, (
-        f"a task paused for more than half a worker restart ({restart_s:.1f} s): "
+    share = LONGEST_GAP_SHARE_OF_RESTART[each_broker.engine.name]
+    assert max(gaps.values()) <= restart_s * share, (
+        f"a task paused for more than {share:g} of a worker restart ({restart_s:.1f} s): "
         f"{figures}\n{history}"
     )
     logs = [line for worker in cluster.workers for line in worker.log_text().splitlines()]
@@ -75,6 +83,8 @@ def test_a_rolling_bounce_with_hand_off_keeps_every_task_going(
     assert awaited, f"no task moved in the round that revoked it (v3):\n{history}"
     late = [line for line in logs if "not released in time" in line]
     assert not late, f"a hand-over waited out its bound instead of the release: {late}"
+    overdue = [line for line in logs if "did not finish within task.handoff.timeout.ms" in line]
+    assert not overdue, f"a worker's hand-off outlasted its bound: {overdue}"
     assert all(o.exactly_once for o in outputs), [
         (o.task, len(o.seqs), len(set(o.seqs))) for o in outputs if not o.exactly_once
     ]

@@ -4,8 +4,10 @@ SIGSTOP freezes a worker as a long GC pause, a stalled VM or a suspended node wo
 the group hands its tasks to the live worker, whose claims fence the frozen worker's
 queries. After SIGCONT the thawed worker must give up what it lost instead of reporting
 it as its own: once it did not, and the leader stopped the live copies to hand the tasks
-"back" to a worker whose queries had already been fenced, leaving them down for good.
-Frozen whole, or Python alone while its Spark JVM (a session of its own) runs on.
+"back" to a worker whose queries had already been fenced, leaving them down for good;
+on Tansu it still did so from a join it had begun before the freeze and retried after
+the thaw with its old subscription. Frozen whole, or Python alone while its Spark JVM (a
+session of its own) runs on.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def freeze_python_alone(worker: WorkerProcess, sig: signal.Signals) -> None:
     [
         (freeze_whole, "leader", "kafka_broker"),
         (freeze_python_alone, "follower", "kafka_broker"),
+        (freeze_whole, "leader", "tansu_broker"),
     ],
-    ids=["whole-leader-kafka", "python-follower-kafka"],
+    ids=["whole-leader-kafka", "python-follower-kafka", "whole-leader-tansu"],
 )
 def test_every_task_runs_again_soon_after_a_frozen_worker_thaws(
     request: pytest.FixtureRequest,

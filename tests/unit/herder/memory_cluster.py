@@ -10,14 +10,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from herder.auto_restart import RestartPolicy
 from herder.config_store import ConfigStore
 from herder.herder import DistributedHerder
 from herder.kafka_log import RecordHandler
-from herder.membership import Generation, HeartbeatOutcome, JoinedMembers, LeaderCallback
+from herder.membership import (
+    Generation,
+    HeartbeatOutcome,
+    JoinedMembers,
+    LeaderCallback,
+    Subscribe,
+)
 from herder.settings import HerderSettings
 from herder.status_store import StatusStore
 from protocol.codec import Codec
@@ -80,7 +86,9 @@ class LoneCoordinator:
 
     `joinable` holds joins back (a coordinator that has not answered yet); `heartbeats`
     is what the next heartbeats answer; `replays` are assignments the next joins get
-    without a round, as Apache Kafka hands a returning static member its predecessor's.
+    without a round, as Apache Kafka hands a returning static member its predecessor's;
+    `failing_joins` are JoinGroup rounds the next join goes through first, each running
+    its callable (what happens while the round fails) before the join asks again.
     """
 
     def __init__(self, bystander: Subscription | None = None) -> None:
@@ -91,6 +99,7 @@ class LoneCoordinator:
         self.joined_with: list[bytes] = []
         self.heartbeats: list[HeartbeatOutcome] = []
         self.replays: list[Generation] = []
+        self.failing_joins: list[Callable[[], None]] = []
         self.left = 0
 
     async def start(self) -> None:
@@ -100,17 +109,25 @@ class LoneCoordinator:
         return None
 
     async def join(
-        self, metadata: bytes, on_leader: LeaderCallback, on_leader_sync_failed: Callable[[], None]
+        self,
+        subscribe: Subscribe,
+        on_leader: LeaderCallback,
+        on_leader_sync_failed: Callable[[], None],
     ) -> Generation:
         await self.joinable.wait()
+        metadata = await subscribe()
         self.joined_with.append(metadata)
+        while self.failing_joins:
+            self.failing_joins.pop(0)()
+            metadata = await subscribe()
+            self.joined_with.append(metadata)
         if self.replays:
-            return self.replays.pop(0)
+            return replace(self.replays.pop(0), subscription=metadata)
         self.generation += 1
         metadata_of = {"me": metadata, **self._others}
         members = JoinedMembers(self.generation, "me", metadata_of, dict.fromkeys(metadata_of))
         assignments = await on_leader(members)
-        return Generation(self.generation, "me", "me", assignments["me"])
+        return Generation(self.generation, "me", "me", assignments["me"], metadata)
 
     async def heartbeat(self) -> HeartbeatOutcome:
         return self.heartbeats.pop(0) if self.heartbeats else HeartbeatOutcome.OK
@@ -128,6 +145,13 @@ class LoneCoordinator:
 
     def join_as_dynamic(self) -> None:
         self.is_static = False
+
+    honours_static_rejoin = True
+    static_probes = 0
+
+    async def static_rejoin_honoured(self) -> bool:
+        self.static_probes += 1
+        return self.honours_static_rejoin
 
 
 @dataclass

@@ -28,6 +28,7 @@ from tests.unit.herder.memory_cluster import (
     until,
 )
 from worker.config_bounds import MAX_CONFIG_KEYS
+from worker.spark_task_runtime import TaskFencedError
 from worker.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
@@ -142,6 +143,44 @@ async def test_a_task_another_worker_claimed_is_given_up_before_the_next_join(
         assert lost not in reported.tasks
         assert ConnectorTaskId("thawed", 1) in reported.tasks
         assert lost in runtime.stops
+
+
+async def test_a_join_retried_after_a_failed_round_reports_what_the_worker_runs_then(
+    tmp_path: Path,
+) -> None:
+    """A worker frozen in the middle of a join resumes it: the rounds it retries must not
+    report what it ran when the join began (a Tansu CI run left two tasks down so)."""
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        await herder.create_connector("thawed", CONFIG)
+        await until(lambda: len(runtime.running) == 2, "two tasks")
+        lost = ConnectorTaskId("thawed", 0)
+        coordinator.failing_joins.append(lambda: runtime.lost.add(lost))
+        joins = len(coordinator.joined_with)
+        coordinator.heartbeats.append(HeartbeatOutcome.REJOIN)
+        await until(lambda: len(coordinator.joined_with) >= joins + 2, "a join of two rounds")
+        first, retried = (
+            Codec().decode_subscription(coordinator.joined_with[joins + i]).allocation
+            for i in (0, 1)
+        )
+        assert lost in first.tasks
+        assert lost not in retried.tasks and ConnectorTaskId("thawed", 1) in retried.tasks
+
+
+async def test_a_task_fenced_between_rebalances_is_given_up_at_once(tmp_path: Path) -> None:
+    """Found fenced by its query's monitor, a task is no longer this worker's: it rejoins
+    so that the leader learns it now, not at a next rebalance that may never come."""
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        await herder.create_connector("fenced", CONFIG)
+        await until(lambda: len(runtime.running) == 2, "two tasks")
+        lost = ConnectorTaskId("fenced", 1)
+        generation = coordinator.generation
+        runtime.lost.add(lost)
+        runtime.fail(lost, str(TaskFencedError(lost, "other:8083 (epoch 2, generation 9)")))
+        await until(lambda: coordinator.generation > generation, "a rejoin")
+        reported = Codec().decode_subscription(coordinator.joined_with[-1]).allocation
+        assert lost not in reported.tasks and lost in runtime.stops
 
 
 async def test_stopping_the_herder_stops_the_work_and_leaves_the_group(tmp_path: Path) -> None:
@@ -289,6 +328,27 @@ async def test_a_static_members_first_join_forces_a_round_over_a_replayed_assign
     async with running_herder(tmp_path, coordinator, group_instance_id="pod-0") as (herder, _):
         await until(lambda: herder.ready, "the worker joined")
         assert coordinator.left == 1 and herder.generation == 1
+
+
+@pytest.mark.parametrize("honoured", [True, False])
+async def test_a_static_member_probes_the_broker_before_its_first_join(
+    tmp_path: Path, honoured: bool
+) -> None:
+    """On a broker that ignores a static member's changed subscription the worker joins
+    without group.instance.id from its first join, not from the middle of a hand-off."""
+    coordinator = LoneCoordinator()
+    coordinator.honours_static_rejoin = honoured
+    async with running_herder(tmp_path, coordinator, group_instance_id="pod-0") as (herder, _):
+        await until(lambda: herder.ready, "the worker joined")
+        assert coordinator.static_probes == 1 and coordinator.is_static is honoured
+        assert coordinator.left == 0 and herder.generation == 1
+
+
+async def test_a_dynamic_member_does_not_probe(tmp_path: Path) -> None:
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, _):
+        await until(lambda: herder.ready, "the worker joined")
+        assert coordinator.static_probes == 0
 
 
 async def test_a_static_member_whose_changed_subscription_is_ignored_joins_as_dynamic(
