@@ -131,6 +131,7 @@ class WorkerService:
             on_state_change=lambda task, state, trace: self.herder.on_task_state(
                 task, state, trace
             ),
+            topic_creation_enabled=config.topic_creation_enable,
         )
         self._logger_levels = LoggerLevels()
         self.herder = _herder_for(config, self._runtime, self._plugins, self._logger_levels)

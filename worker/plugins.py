@@ -115,6 +115,9 @@ class TaskContext:
     """This start's ownership of the task; a sink that commits outside Spark's checkpoint
     checks `claim.fenced_by()` before it commits (the runtime stops a fenced query, but
     only at its next check)."""
+    topic_creation_enabled: bool = True
+    """The worker's `topic.creation.enable`: whether a source task may create the topics
+    its connector's `topic.creation.*` keys describe (`worker.kafka.topic_admin`)."""
 
     @property
     def query_name(self) -> str:

@@ -242,7 +242,11 @@ class SparkTaskRuntime:
         on_state_change: StateListener,
         clock: Callable[[], float] = time.time,
         monitor_interval_s: float = MONITOR_INTERVAL_S,
+        topic_creation_enabled: bool = True,
     ) -> None:
+        """`topic_creation_enabled` is the worker's `topic.creation.enable`, handed to
+        every task it starts (`TaskContext.topic_creation_enabled`)."""
+        self._topic_creation_enabled = topic_creation_enabled
         self._session = session
         self._plugins = plugins
         self._checkpoint_root = checkpoint_root
@@ -384,6 +388,7 @@ class SparkTaskRuntime:
             task_config=task_config,
             checkpoint_dir=checkpoint_dir,
             claim=owned,
+            topic_creation_enabled=self._topic_creation_enabled,
         )
         spark_context = spark.sparkContext
         spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))

@@ -18,10 +18,10 @@ from aiokafka import TopicPartition
 from tests.support.cluster import Cluster
 from tests.support.kafka_topics import new_topic, read_topic
 from tests.support.polling import wait_until
-from tests.support.processes import ready_worker
+from tests.support.processes import free_port, ready_worker
 from tests.support.rest_client import Api
 from worker.embedded_broker import EmbeddedBroker
-from worker.kafka.client import BlockingKafka
+from worker.kafka.client import BlockingKafka, Record
 from worker.kafka.sink import ORIGIN_HEADER
 
 pytestmark = pytest.mark.integration
@@ -130,7 +130,9 @@ def test_csv_files_with_an_inferred_schema_and_a_missing_topic(
     each_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     """Also on Tansu, which has no transactions: the task publishes through the
-    duplicate check alone (`exactly.once.support=requested`)."""
+    duplicate check alone (`exactly.once.support=requested`). A missing topic fails the
+    task naming the keys that create it; with them, it is created with the partitions
+    of the first `topic.creation` group that takes its name (KIP-158)."""
     broker = each_broker
     topic = new_topic(broker.bootstrap_servers, "prices", 1)
     incoming = tmp_path / "incoming"
@@ -145,23 +147,47 @@ def test_csv_files_with_an_inferred_schema_and_a_missing_topic(
     }
     with ready_worker("csv", broker.bootstrap_servers, tmp_path) as worker:
         api = Api(worker.url)
-        api.call("PUT", "/connectors/prices/config", 201, json=config)
-        api.wait_states("prices", "RUNNING", ["RUNNING"])
-        records = wait_until(
-            partial(read_topic, broker.bootstrap_servers, topic),
-            120,
-            what="the csv rows",
-            until=lambda found: len(found) >= 20,
-        )
+
+        def published(name: str, settings: dict[str, str]) -> list[Record]:
+            """The connector's records, once its task published the 20 rows."""
+            api.call("PUT", f"/connectors/{name}/config", 201, json=settings)
+            api.wait_states(name, "RUNNING", ["RUNNING"])
+            return wait_until(
+                partial(read_topic, broker.bootstrap_servers, settings["topic"]),
+                120,
+                what=f"the csv rows of {name}",
+                until=lambda found: len(found) >= 20,
+            )
+
+        records = published("prices", config)
         missing = {**config, "topic": "no-such-topic"}
         api.call("PUT", "/connectors/lost/config", 201, json=missing)
         status = api.wait_states("lost", "RUNNING", ["FAILED"])
-    assert sorted(json.loads(r.value or b"")["sku"] for r in records) == sorted(
-        f"s{n}" for n in range(20)
-    )
+        created_topic = f"wide-{free_port()}"
+        created = published(
+            "creating",
+            {
+                **config,
+                "topic": created_topic,
+                "topic.creation.default.partitions": "2",
+                "topic.creation.default.replication.factor": "-1",
+                "topic.creation.groups": "narrow, wide",
+                "topic.creation.narrow.include": "narrow-.*",
+                "topic.creation.narrow.partitions": "1",
+                "topic.creation.wide.include": "wide-.*",
+                "topic.creation.wide.partitions": "3",
+            },
+        )
+    for found in (records, created):
+        skus = sorted(json.loads(r.value or b"")["sku"] for r in found)
+        assert skus == sorted(f"s{n}" for n in range(20))
     assert {r.key for r in records} == {None}
     assert json.loads(records[0].value or b"")["price"] in {f"{n}.5" for n in range(20)}
-    assert "'no-such-topic' does not exist" in status["tasks"][0]["trace"]
+    trace = status["tasks"][0]["trace"]
+    assert "'no-such-topic' does not exist" in trace
+    assert "topic.creation.default.partitions and topic.creation.default.replication" in trace
+    with BlockingKafka(broker.bootstrap_servers, "test-probe") as kafka:
+        assert kafka.partitions(created_topic) == [0, 1, 2]
 
 
 FROZEN_FILES = 8

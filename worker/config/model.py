@@ -205,6 +205,11 @@ class WorkerConfig(BaseModel):
     auto_restart_max_backoff_ms: JavaInt = int_field(
         60_000, "auto.restart.max.backoff.ms", MIN_BACKOFF_MS
     )
+    topic_creation_enable: bool = Field(
+        True,
+        alias="topic.creation.enable",
+        description="'true' or 'false'",
+    )
     kafka_jvm_connector: Literal["maven", "none"] = Field(
         "maven",
         alias="kafka.jvm.connector",

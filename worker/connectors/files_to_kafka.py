@@ -29,6 +29,7 @@ from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.spark_io import publish_once
+from worker.kafka.topic_admin import ensure_source_topic
 from worker.kafka.topic_creation import topic_creation
 from worker.kafka.transactions import ExactlyOnceSupport
 from worker.plugins import (
@@ -118,13 +119,20 @@ def hold_split(context: TaskContext, count: int) -> None:
     (context.checkpoint_dir / SPLIT_MARKER).write_text(str(count))
 
 
-def check_ends(settings: FilesToKafkaSettings) -> None:
+def check_ends(settings: FilesToKafkaSettings, context: TaskContext) -> None:
     """Fail the task with a plain message, not with a Spark job's trace, when an end is
-    missing (a mistyped path or topic)."""
+    missing (a mistyped path or topic); a missing topic is created first when the
+    connector's `topic.creation.*` keys and the worker allow it (KIP-158)."""
     if "://" not in settings.input_path and not Path(settings.input_path).is_dir():
         raise FileNotFoundError(f"input.path {settings.input_path!r} is not a directory")
     with settings.connection.open("sparkherd-files-to-kafka") as kafka:
-        kafka.partitions(settings.topic)
+        ensure_source_topic(
+            kafka,
+            settings.bootstrap_servers,
+            settings.topic,
+            topic_creation(context.task_config),
+            worker_enabled=context.topic_creation_enabled,
+        )
 
 
 class InputSchemaError(ValueError):
@@ -172,7 +180,7 @@ class FilesToKafkaTask(Task):
         """In a session of its own: the unsplit-files setting is this task's only."""
         settings = parse_config(FilesToKafkaSettings, context.task_config)
         index, count = parse_split(context.task_config[SPLIT_KEY])
-        check_ends(settings)
+        check_ends(settings, context)
         hold_split(context, count)
         session = spark.newSession()
         session.conf.set("spark.sql.files.maxPartitionBytes", UNSPLIT_FILES)

@@ -27,14 +27,18 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import (
     InvalidProducerEpoch,
     KafkaError,
     ProducerFenced,
+    TopicAlreadyExistsError,
     UnknownError,
     UnsupportedVersionError,
+    for_code,
 )
 
+from worker.kafka.topic_creation import BROKER_DEFAULT, NewTopicSpec
 from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 T = TypeVar("T")
@@ -42,6 +46,7 @@ T = TypeVar("T")
 FETCH_MAX_RECORDS: Final = 50_000
 PROBE_WAIT_MS: Final = 1
 REQUEST_TIMEOUT_MS: Final = 30_000
+METADATA_POLL_S: Final = 0.1
 
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
 FENCED_ERRORS: Final = (ProducerFenced, InvalidProducerEpoch)
@@ -56,6 +61,10 @@ class KafkaUnavailableError(RuntimeError):
 
 class TransactionsUnsupportedError(KafkaUnavailableError):
     """The broker refused to give a transactional id a producer epoch."""
+
+
+class TopicCreationRefusedError(KafkaUnavailableError):
+    """The broker would not create a topic (a bad config, too few brokers, no ACL)."""
 
 
 class ProducerFencedError(KafkaUnavailableError):
@@ -101,6 +110,7 @@ class BlockingKafka:
         self._isolation_level = isolation_level
         self._loop = asyncio.new_event_loop()
         self._producer: AIOKafkaProducer | None = None
+        self._admin: AIOKafkaAdminClient | None = None
         self._consumer = self._run(self._start_consumer())
 
     async def _start_consumer(self) -> AIOKafkaConsumer:
@@ -131,6 +141,8 @@ class BlockingKafka:
             self._run(self._consumer.stop())
             if self._producer is not None:
                 self._run(self._producer.stop())
+            if self._admin is not None:
+                self._run(self._admin.close())
         finally:
             self._loop.close()
 
@@ -139,19 +151,78 @@ class BlockingKafka:
 
     def partitions(self, topic: str) -> list[int]:
         """The topic's partitions; a topic that does not exist is a user's error."""
-        return self._run(self._partitions(topic))
+        found = self._run(self._partitions(topic))
+        if not found:
+            raise KafkaUnavailableError(
+                f"Kafka topic {topic!r} does not exist on {self._bootstrap_servers}"
+            )
+        return found
+
+    def topic_exists(self, topic: str) -> bool:
+        return bool(self._run(self._partitions(topic)))
 
     async def _partitions(self, topic: str) -> list[int]:
         # The metadata of every topic, fetched now: the consumer's own metadata tracks only
         # the topics it was told about (Apache Kafka answers a request for no topics with
         # none; Tansu with all of them), and aiokafka exposes the fresh one only this way.
+        # Never a Metadata request naming the topic: a broker with auto.create.topics.enable
+        # would create it with its own defaults.
         cluster = await self._consumer._client.fetch_all_metadata()
-        found = cluster.partitions_for_topic(topic)
-        if not found:
-            raise KafkaUnavailableError(
-                f"Kafka topic {topic!r} does not exist on {self._bootstrap_servers}"
+        return sorted(cluster.partitions_for_topic(topic) or ())
+
+    def ensure_topic(self, spec: NewTopicSpec) -> bool:
+        """Create the topic `spec` describes unless it exists, and return once this client
+        sees it: True if this call created it. A topic another client created meanwhile
+        (a racing task: TopicAlreadyExists) counts as there; any other refusal raises
+        `TopicCreationRefusedError` with the broker's reason and the settings behind
+        `spec`. What an existing topic is like is not checked, as in Connect."""
+        return self._run(self._ensure_topic(spec))
+
+    async def _ensure_topic(self, spec: NewTopicSpec) -> bool:
+        if await self._partitions(spec.name):
+            return False
+        refused = f"Kafka at {self._bootstrap_servers} refused to create topic {spec.name!r} "
+        refused += f"({spec.describe()}" + (f"; set by {spec.origin})" if spec.origin else ")")
+        if self._admin is None:
+            admin = AIOKafkaAdminClient(
+                bootstrap_servers=self._bootstrap_servers,
+                client_id=self._client_id,
+                request_timeout_ms=REQUEST_TIMEOUT_MS,
+                **self._security.aiokafka_options(),
             )
-        return sorted(found)
+            await admin.start()
+            self._admin = admin
+        # aiokafka lets -1 (the broker's default) through only beside a replica assignment,
+        # and positive counts only without one: an empty one sends neither.
+        leaves_to_broker = BROKER_DEFAULT in (spec.partitions, spec.replication_factor)
+        topic = NewTopic(
+            spec.name,
+            spec.partitions,
+            spec.replication_factor,
+            replica_assignments={} if leaves_to_broker else None,
+            topic_configs=dict(spec.configs),
+        )
+        try:
+            response = await self._admin.create_topics([topic])
+        except KafkaError as exc:
+            raise TopicCreationRefusedError(f"{refused}: {exc}") from exc
+        created = True
+        for _, code, message in response.topic_errors:
+            if code == TopicAlreadyExistsError.errno:
+                created = False
+            elif code != 0:
+                name = for_code(code).__name__
+                raise TopicCreationRefusedError(f"{refused}: {message} ({name}, error {code})")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REQUEST_TIMEOUT_MS / 1000
+        while not await self._partitions(spec.name):
+            if loop.time() > deadline:
+                raise KafkaUnavailableError(
+                    f"Kafka topic {spec.name!r} was created on {self._bootstrap_servers} "
+                    f"but is not in its metadata {REQUEST_TIMEOUT_MS // 1000} s later"
+                )
+            await asyncio.sleep(METADATA_POLL_S)
+        return created
 
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition, or under `read_committed`

@@ -552,3 +552,12 @@ def test_the_sql_size_bound_is_a_positive_java_int(bound: str) -> None:
 def test_the_sql_size_bound_reaches_spark_as_any_spark_key() -> None:
     config = load("spark.sparkherd.sql.maxGeneratedElements=5000")
     assert config.spark_conf["spark.sparkherd.sql.maxGeneratedElements"] == "5000"
+
+
+def test_topic_creation_is_enabled_unless_a_worker_says_false() -> None:
+    assert load().topic_creation_enable is True
+    assert load("topic.creation.enable=false").topic_creation_enable is False
+    assert config_error("topic.creation.enable=sometimes") == (
+        "invalid config: 'topic.creation.enable' must be 'true' or 'false' "
+        "(got 'sometimes') (from --set)"
+    )

@@ -81,7 +81,7 @@ def test_a_task_refuses_a_split_that_changed_under_any_checkpoint(tmp_path: Path
 def test_a_missing_input_directory_is_named(tmp_path: Path) -> None:
     settings = parse_config(FilesToKafkaSettings, {**BASE, "input.path": str(tmp_path / "no")})
     with pytest.raises(FileNotFoundError, match=r"input.path '.*/no' is not a directory"):
-        check_ends(settings)
+        check_ends(settings, context(tmp_path, 0))
 
 
 def test_validate_names_topic_creation_problems_beside_the_settings() -> None:
