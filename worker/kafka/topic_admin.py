@@ -36,6 +36,7 @@ def ensure_source_topic(
         )
     spec = creation.new_topic(topic)
     if kafka.ensure_topic(spec):
-        log.info("Created topic %s on %s: %s (%s)", topic, servers, spec.describe(), spec.origin)
+        shown = spec.describe(values=False)
+        log.info("Created topic %s on %s: %s (%s)", topic, servers, shown, spec.origin)
     else:
         log.info("Kafka topic %s was created on %s by another client meanwhile", topic, servers)

@@ -71,11 +71,14 @@ class NewTopicSpec:
     configs: tuple[tuple[str, str], ...] = ()
     origin: str = ""
 
-    def describe(self) -> str:
+    def describe(self, *, values: bool = True) -> str:
+        """For an error (whose secrets the runtime hides) or, without the configs'
+        values, which may come from a secret's placeholder, for a log line."""
+
         def count(value: int) -> str:
             return "the broker's default" if value == BROKER_DEFAULT else str(value)
 
-        configs = ", ".join(f"{key}={value}" for key, value in self.configs)
+        configs = ", ".join(f"{key}={value}" if values else key for key, value in self.configs)
         return (
             f"{count(self.partitions)} partitions, replication factor "
             f"{count(self.replication_factor)}" + (f", configs {configs}" if configs else "")

@@ -58,6 +58,12 @@ def test_the_default_group_takes_any_topic_with_its_settings_and_configs() -> No
     )
 
 
+def test_a_spec_is_described_without_its_config_values_for_the_log() -> None:
+    spec = rules(default__retention__ms="60000").new_topic("events")
+    assert spec.describe() == "2 partitions, replication factor 1, configs retention.ms=60000"
+    assert spec.describe(values=False) == "2 partitions, replication factor 1, configs retention.ms"
+
+
 def test_minus_one_leaves_counts_to_the_broker() -> None:
     creation = topic_creation(
         {DEFAULT_PARTITIONS_KEY: "-1", DEFAULT_REPLICATION_FACTOR_KEY: " -1 "}
