@@ -178,11 +178,8 @@ class BlockingKafka:
         `spec`. What an existing topic is like is not checked, as in Connect."""
         return self._run(self._ensure_topic(spec))
 
-    async def _ensure_topic(self, spec: NewTopicSpec) -> bool:
-        if await self._partitions(spec.name):
-            return False
-        refused = f"Kafka at {self._bootstrap_servers} refused to create topic {spec.name!r} "
-        refused += f"({spec.describe()}" + (f"; set by {spec.origin})" if spec.origin else ")")
+    async def _admin_client(self) -> AIOKafkaAdminClient:
+        """Made on first use, on this client's loop; one that cannot start is closed."""
         if self._admin is None:
             admin = AIOKafkaAdminClient(
                 bootstrap_servers=self._bootstrap_servers,
@@ -190,8 +187,20 @@ class BlockingKafka:
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
                 **self._security.aiokafka_options(),
             )
-            await admin.start()
+            try:
+                await admin.start()
+            except BaseException:
+                await admin.close()
+                raise
             self._admin = admin
+        return self._admin
+
+    async def _ensure_topic(self, spec: NewTopicSpec) -> bool:
+        if await self._partitions(spec.name):
+            return False
+        refused = f"Kafka at {self._bootstrap_servers} refused to create topic {spec.name!r} "
+        refused += f"({spec.describe()}" + (f"; set by {spec.origin})" if spec.origin else ")")
+        admin = await self._admin_client()
         # aiokafka lets -1 (the broker's default) through only beside a replica assignment,
         # and positive counts only without one: an empty one sends neither.
         leaves_to_broker = BROKER_DEFAULT in (spec.partitions, spec.replication_factor)
@@ -203,7 +212,7 @@ class BlockingKafka:
             topic_configs=dict(spec.configs),
         )
         try:
-            response = await self._admin.create_topics([topic])
+            response = await admin.create_topics([topic])
         except KafkaError as exc:
             raise TopicCreationRefusedError(f"{refused}: {exc}") from exc
         created = True
