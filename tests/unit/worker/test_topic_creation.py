@@ -4,8 +4,6 @@ by key."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -140,11 +138,10 @@ def test_an_excluded_name_never_falls_to_the_group_that_excludes_it(topic: str) 
 
 
 def test_a_hostile_regex_matches_in_linear_time() -> None:
-    """Python's `re` would take longer than the universe has on this pair."""
+    """With Python's `re` this call would not return in the universe's lifetime (2**249
+    ways to split the name), holding the GIL all along; RE2 answers at once."""
     creation = rules(groups="g", g__include="(a|a)*b")
-    started = time.monotonic()
     assert creation.group_for("a" * 249).name == "default"
-    assert time.monotonic() - started < 1.0
 
 
 @pytest.mark.parametrize(
