@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Protocol
@@ -39,7 +39,7 @@ from worker.config import WorkerConfig
 from worker.config_providers import ConfigProviders
 from worker.connector_configs import RegistryPlugins
 from worker.connectors import default_registry
-from worker.spark_kafka_jars import spark_kafka_jars
+from worker.spark_packages import SPARK_AVRO, SPARK_KAFKA, spark_package_jars
 from worker.spark_session import SparkSessionProvider
 from worker.spark_task_runtime import SparkTaskRuntime
 
@@ -84,6 +84,19 @@ def source_commit() -> str:
         return "unknown"
 
 
+def _spark_packages(config: WorkerConfig) -> Callable[[], list[Path]] | None:
+    """Spark's packages the worker fetches from Maven Central when Spark starts."""
+    packages = [
+        package
+        for package, wanted in (
+            (SPARK_KAFKA, config.kafka_jvm_connector),
+            (SPARK_AVRO, config.avro_jvm_connector),
+        )
+        if wanted == "maven"
+    ]
+    return (lambda: spark_package_jars(packages, os.environ)) if packages else None
+
+
 class WorkerService:
     """Builds the worker's parts from its config and runs them until asked to stop."""
 
@@ -102,11 +115,7 @@ class WorkerService:
             config.spark_conf,
             app_name=f"sparkherd-{config.worker_id}",
             log_format=config.log_format,
-            extra_jars=(
-                (lambda: spark_kafka_jars(os.environ))
-                if config.kafka_jvm_connector == "maven"
-                else None
-            ),
+            extra_jars=_spark_packages(config),
         )
         registry = default_registry()
         providers = ConfigProviders.from_worker_settings(
@@ -121,6 +130,7 @@ class WorkerService:
             spark=self._spark.get,
             kafka_security=config.kafka_security_settings,
             kafka_bootstrap_servers=config.bootstrap_servers,
+            converter_defaults=config.converter_settings,
         )
         self._runtime = SparkTaskRuntime(
             session=self._spark,

@@ -8,7 +8,9 @@ back (Kafka Connect's reverse transform), so a secret never lands in a record.
 
 The worker's Kafka security settings (`consumer.*` for sink connectors, which consume,
 `producer.*` for source connectors) reach a plugin the same way: as `kafka.*` defaults
-in the resolved config that its own `kafka.*` settings override, never stored.
+in the resolved config that its own `kafka.*` settings override, never stored. So do the
+worker's converters (`key.converter`, `value.converter` and their settings), by
+Connect's rule (`worker.converters.spec.inherit_converters`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 from worker.checkpoint_fingerprint import fingerprint, unfit, ways_forward
 from worker.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
 from worker.config_providers import ConfigProviderError, ConfigProviders, has_placeholder, hide
+from worker.converters.spec import inherit_converters
 from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
 from worker.kafka.connection import same_cluster
 from worker.kafka_security import ClientRole, security_settings
@@ -79,6 +82,7 @@ class RegistryPlugins:
         kafka_security: Mapping[str, str] | None = None,
         kafka_bootstrap_servers: str = "",
         allowed_paths: Sequence[str] = (),
+        converter_defaults: Mapping[str, str] | None = None,
     ) -> None:
         self._registry = registry
         self._providers = providers
@@ -89,6 +93,7 @@ class RegistryPlugins:
         self._kafka_security = dict(kafka_security or {})
         self._kafka_bootstrap_servers = kafka_bootstrap_servers
         self._allowed_paths = tuple(allowed_paths)
+        self._converter_defaults = dict(converter_defaults or {})
 
     @property
     def registry(self) -> PluginRegistry:
@@ -131,7 +136,14 @@ class RegistryPlugins:
             resolved = self._providers.resolve(config)
         except ConfigProviderError as exc:
             raise ValueError(str(exc)) from exc
-        return {**self._kafka_defaults(resolved), **resolved}
+        return {**self._worker_defaults(resolved), **resolved}
+
+    def _worker_defaults(self, resolved: Mapping[str, str]) -> dict[str, str]:
+        """What a plugin inherits from the worker: Kafka security, converters."""
+        return {
+            **self._kafka_defaults(resolved),
+            **inherit_converters(self._converter_defaults, resolved),
+        }
 
     def _kafka_defaults(self, resolved: Mapping[str, str]) -> dict[str, str]:
         """The worker's security settings for the plugin's Kafka clients, as `kafka.*`;
@@ -163,7 +175,7 @@ class RegistryPlugins:
                     resolved.update(self._providers.resolve({key: value}))
                 except ConfigProviderError as exc:
                     problems.append(ConfigProblem(key, str(exc)))
-        resolved = {**self._kafka_defaults(resolved), **resolved}
+        resolved = {**self._worker_defaults(resolved), **resolved}
         plugin = connector()
         for check in (self._check_framework, plugin.validate):
             try:
@@ -291,7 +303,7 @@ class RegistryPlugins:
         framework = parse_config(FrameworkSettings, resolved)
         connector = self._registry.resolve(framework.connector_class)()
         tasks_max = framework.tasks_max
-        inherited = self._kafka_defaults(resolved)
+        inherited = self._worker_defaults(resolved)
         configs = [
             _stored_form(task, config, resolved, inherited)
             for task in connector.task_configs(resolved, tasks_max)[:tasks_max]

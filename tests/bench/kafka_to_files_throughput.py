@@ -43,7 +43,7 @@ from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connectors.kafka_to_files import ASSIGN_KEY, KafkaToFilesTask
 from worker.kafka.source import format_assignment
 from worker.plugins import TaskContext
-from worker.spark_kafka_jars import spark_kafka_jars
+from worker.spark_packages import SPARK_KAFKA, spark_package_jars
 from worker.spark_session import SparkSessionProvider
 
 PARTITIONS = 4
@@ -162,7 +162,9 @@ def main() -> None:
             )
         # One SparkContext per process: the direct runs share a session that has the
         # JVM connector (resolved as a worker resolves it); `python` just does not use it.
-        spark = SparkSessionProvider({}, "bench-direct", lambda: spark_kafka_jars(os.environ))
+        spark = SparkSessionProvider(
+            {}, "bench-direct", lambda: spark_package_jars([SPARK_KAFKA], os.environ)
+        )
         try:
             for client in CLIENTS:
                 seconds["direct", client] = directly(

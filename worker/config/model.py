@@ -49,6 +49,7 @@ from worker.config.values import (
     int_field,
 )
 from worker.config_providers import ConfigProviderError, ConfigProviders, is_provider_key
+from worker.converters.spec import is_converter_key, worker_converter_problems
 from worker.kafka_security import (
     ROLES,
     ClientRole,
@@ -63,10 +64,6 @@ from worker.sql_plan import DEFAULT_MAX_GENERATED, MAX_GENERATED_KEY
 
 CONNECT_COMPAT_IGNORED_KEYS = frozenset(
     {
-        "key.converter",
-        "value.converter",
-        "key.converter.schemas.enable",
-        "value.converter.schemas.enable",
         "internal.key.converter",
         "internal.value.converter",
         "internal.key.converter.schemas.enable",
@@ -215,6 +212,11 @@ class WorkerConfig(BaseModel):
         alias="kafka.jvm.connector",
         description="'maven' (Spark's Kafka connector from Maven Central) or 'none'",
     )
+    avro_jvm_connector: Literal["maven", "none"] = Field(
+        "maven",
+        alias="avro.jvm.connector",
+        description="'maven' (Spark's Avro support from Maven Central) or 'none'",
+    )
     spark_conf: dict[str, str] = Field(
         default_factory=lambda: {"spark.master": DEFAULT_SPARK_MASTER}
     )
@@ -223,6 +225,9 @@ class WorkerConfig(BaseModel):
     kafka_security_settings: dict[str, str] = Field(default_factory=dict)
     """`security.protocol`, `sasl.*`, `ssl.*` and their `consumer.`/`producer.`/`admin.`
     forms, as given (see `worker.kafka_security`)."""
+    converter_settings: dict[str, str] = Field(default_factory=dict)
+    """`key.converter`, `value.converter` and their prefixed settings, as given: the
+    converters of every connector that names none (see `worker.converters.spec`)."""
 
     _given: dict[str, object] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -262,6 +267,8 @@ class WorkerConfig(BaseModel):
             ConfigProviders.from_worker_settings(self.config_provider_settings, {})
         except ConfigProviderError as exc:
             raise invalid(str(exc), "config.providers") from None
+        for problem in worker_converter_problems(self.converter_settings):
+            raise invalid(f"'{problem.key}': {problem.message}", problem.key)
         topics = [
             ("config.storage.topic", self.config_storage_topic),
             ("status.storage.topic", self.status_storage_topic),
@@ -356,11 +363,13 @@ _FIELDS_BY_KEY = {field.alias: field for field in WorkerConfig.model_fields.valu
 
 
 def _model_input(data: Mapping[str, object]) -> dict[str, object]:
-    """Split off `spark.*`, provider, security and ignored keys, then derive defaults."""
+    """Split off `spark.*`, provider, security, converter and ignored keys, then derive
+    defaults."""
     values: dict[str, object] = {}
     spark_conf = {"spark.master": DEFAULT_SPARK_MASTER}
     provider_settings: dict[str, str] = {}
     security: dict[str, str] = {}
+    converters: dict[str, str] = {}
     for key, raw in data.items():
         value = raw.strip() if isinstance(raw, str) else raw
         if key in _FIELDS_BY_KEY:
@@ -369,11 +378,14 @@ def _model_input(data: Mapping[str, object]) -> dict[str, object]:
             (key.startswith(_SPARK_PREFIX) and len(key) > len(_SPARK_PREFIX))
             or is_provider_key(key)
             or is_security_key(key)
+            or is_converter_key(key)
         ):
             if not isinstance(value, str):
                 raise invalid(f"'{key}' must be a string (got {value!r})", key)
             if is_provider_key(key):
                 provider_settings[key] = value
+            elif is_converter_key(key):
+                converters[key] = value
             elif is_security_key(key):
                 security[key] = value
             else:
@@ -396,6 +408,7 @@ def _model_input(data: Mapping[str, object]) -> dict[str, object]:
         "spark_conf": spark_conf,
         "config_provider_settings": provider_settings,
         "kafka_security_settings": security,
+        "converter_settings": converters,
     }
 
 

@@ -3,8 +3,10 @@ file published once.
 
 Spark's file stream source lists the directory and records in the task's checkpoint
 which files each batch read, so a file is read by one batch only, and a batch that runs
-again reads the same files. Each row becomes one record: the row as JSON for its value,
-`key.field` (if set) for its key. The `sparkherd-kafka` sink then sends every row once,
+again reads the same files. Each row becomes one record: its value is the row through
+`value.converter` (by default the row as plain JSON: Connect's JsonConverter with
+`schemas.enable=false`), its key the `key.field` column (if set) through `key.converter`
+(by default StringConverter). The `sparkherd-kafka` sink then sends every row once,
 also when the batch runs again (see worker/kafka/sink.py): on a broker with transactions
 each Spark partition of a batch is one transaction, and a start of the task fences the
 producers of the start before it (`exactly.once.support=requested`, the default, falls
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING, Final, Literal
 from pydantic import BaseModel, Field
 
 from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
+from worker.converters.columns import ConverterMismatchError, encode, row_payload
+from worker.converters.spec import RecordConverters, parse_with_converters
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.spark_io import publish_once
@@ -44,7 +48,7 @@ from worker.plugins import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
     from pyspark.sql.types import StructType
 
@@ -54,6 +58,13 @@ SPLIT_MARKER: Final = "files-split"
 UNSPLIT_FILES: Final = str(1 << 40)
 """`spark.sql.files.maxPartitionBytes` for a task: a file is read whole by one Spark
 task, so its rows come in file order (what the sink numbers them by)."""
+CONVERTER_DEFAULTS: Final = {
+    "key.converter": "string",
+    "value.converter": "json",
+    "value.converter.schemas.enable": "false",
+}
+"""What this connector wrote before it had converters: the key as a string, the row as
+plain JSON."""
 
 
 class FilesToKafkaSettings(KafkaConnectionSettings):
@@ -161,24 +172,46 @@ def _reader(reader, settings: FilesToKafkaSettings):  # type: ignore[no-untyped-
     return reader
 
 
-def records(rows: DataFrame, settings: FilesToKafkaSettings, index: int, count: int) -> DataFrame:
-    """This task's files only, as (origin, key, value) rows for the Kafka sink."""
+def settings_of(config: Mapping[str, str]) -> tuple[FilesToKafkaSettings, RecordConverters]:
+    return parse_with_converters(FilesToKafkaSettings, config, CONVERTER_DEFAULTS, "write")
+
+
+def records(
+    rows: DataFrame,
+    settings: FilesToKafkaSettings,
+    converters: RecordConverters,
+    index: int,
+    count: int,
+) -> DataFrame:
+    """This task's files only, as (origin, key, value) rows for the Kafka sink, key and
+    value as the converters write them; `ConverterMismatchError` when one cannot write
+    what the rows hold."""
     from pyspark.sql import functions as f
 
     file_name = f.col("_metadata.file_name")
-    data = [f.col(name) for name in rows.columns]
-    key = f.col(settings.key_field) if settings.key_field else f.lit(None)
+    key, value = encoded(rows.schema, settings, converters)
     return rows.where(f.pmod(f.hash(file_name), f.lit(count)) == index).select(
-        file_name.alias("origin"),
-        key.cast("string").alias("key"),
-        f.to_json(f.struct(*data)).alias("value"),
+        file_name.alias("origin"), key.alias("key"), value.alias("value")
     )
+
+
+def encoded(
+    schema: StructType, settings: FilesToKafkaSettings, converters: RecordConverters
+) -> tuple[Column, Column]:
+    """The key and the value of a row of `schema`, as the converters write them."""
+    from pyspark.sql import functions as f
+
+    key = f.lit(None)
+    if settings.key_field:
+        key_type = schema[settings.key_field].dataType
+        key = encode(converters.key, f.col(settings.key_field), key_type)
+    return key, encode(converters.value, *row_payload(converters.value, schema))
 
 
 class FilesToKafkaTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         """In a session of its own: the unsplit-files setting is this task's only."""
-        settings = parse_config(FilesToKafkaSettings, context.task_config)
+        settings, converters = settings_of(context.task_config)
         index, count = parse_split(context.task_config[SPLIT_KEY])
         check_ends(settings, context)
         hold_split(context, count)
@@ -197,7 +230,7 @@ class FilesToKafkaTask(Task):
                 f"({', '.join(rows.columns)})"
             )
         return publish_once(
-            records(rows, settings, index, count),
+            records(rows, settings, converters, index, count),
             context,
             settings.connection,
             settings.topic,
@@ -233,6 +266,38 @@ class FilesToKafkaConnector(Connector):
         if problems or settings is None:
             raise ConnectorConfigError(problems)
         return settings
+
+    def validate_with_spark(self, config: Mapping[str, str], spark: SparkSession) -> None:
+        """The converters, and, when `input.schema` says what the rows hold, whether they
+        can write it (a string converter and rows of several columns cannot; an Avro
+        schema must fit the rows): found before the config is stored, not at a task's
+        first batch. An `input.schema` Spark cannot read is the task's to report."""
+        settings, converters = settings_of(config)
+        if settings.input_schema is None:
+            return
+        from pyspark.sql.types import StructType, _parse_datatype_string
+
+        try:
+            schema = _parse_datatype_string(settings.input_schema)
+        except Exception:
+            return
+        if not isinstance(schema, StructType) or (
+            settings.key_field is not None and settings.key_field not in schema.fieldNames()
+        ):
+            return
+        from pyspark.errors import AnalysisException
+
+        empty = spark.createDataFrame([], schema)
+        try:
+            key, value = encoded(schema, settings, converters)
+        except ConverterMismatchError as exc:
+            raise ConnectorConfigError([ConfigProblem(exc.key, exc.problem)]) from None
+        for spec, column in zip(converters, (key, value), strict=True):
+            try:
+                _ = empty.select(column).schema  # analysed: what an Avro schema cannot take
+            except AnalysisException as exc:
+                problem = str(exc).strip().splitlines()[0]
+                raise ConnectorConfigError([ConfigProblem(spec.key, problem)]) from None
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         return [{**config, SPLIT_KEY: f"{i}/{max_tasks}"} for i in range(max_tasks)]

@@ -6,6 +6,10 @@ the offsets of a batch are in the task's checkpoint before the batch runs, a bat
 has to run again (after a crash, on another worker) reads the same offsets, and the file
 sink's log commits each batch once. Kafka's consumer groups are not used at all.
 
+Keys and values go through Connect's converters (`worker.converters`), bytes by default
+(what Spark's Kafka source gives); `transform.sql` sees them converted in `source`, and
+a record that cannot be converted fails the task (Connect's `errors.tolerance=none`).
+
 A partition's position therefore lives in the checkpoint of the task that read it, so
 the split must not move a partition that a task has read to another task: partitions
 are split by a rule that keeps every existing partition where it is when partitions are
@@ -16,13 +20,23 @@ start (changing `tasks.max` does that) instead of reading it twice.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Final, Literal
 
 from aiokafka import TopicPartition
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from worker.checkpoint_offsets import committed_offsets
 from worker.connectors.file_sink import start_file_sink
+from worker.converters.payload_types import SAMPLE_RECORDS, declared_type, task_payload_type
+from worker.converters.records import (
+    PayloadTypes,
+    decode_records,
+    failing_on_errors,
+    first_records,
+    view_schema,
+)
+from worker.converters.spec import RecordConverters, parse_with_converters
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
@@ -34,9 +48,14 @@ from worker.plugins import (
     NonEmptyStr,
     Task,
     TaskContext,
-    parse_config,
 )
-from worker.sql_policy import QueryNotAllowed, analyze_query, checked_query, query_session
+from worker.sql_policy import (
+    QueryNotAllowed,
+    analyze_query,
+    check_query,
+    checked_query,
+    query_session,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,10 +64,18 @@ if TYPE_CHECKING:
 ASSIGN_KEY: Final = "kafka.assign"
 TRANSFORM_KEY: Final = "transform.sql"
 SOURCE_VIEW: Final = "source"
-DEFAULT_TRANSFORM: Final = (
-    "SELECT CAST(key AS STRING) AS key, CAST(value AS STRING) AS value, "
-    "topic, partition, offset, timestamp FROM source"
-)
+CONVERTER_DEFAULTS: Final = {"key.converter": "bytes", "value.converter": "bytes"}
+"""Spark's Kafka columns as they are: what this connector read before it had converters."""
+
+
+def default_transform(converters: RecordConverters) -> str:
+    """Without `transform.sql`: key and value as strings when they are bytes (as before
+    converters), as converted otherwise, with topic, partition, offset and timestamp."""
+    key, value = (
+        f"CAST({spec.side} AS STRING) AS {spec.side}" if spec.kind == "bytes" else spec.side
+        for spec in converters
+    )
+    return f"SELECT {key}, {value}, topic, partition, offset, timestamp FROM source"
 
 
 class KafkaToFilesSettings(KafkaConnectionSettings):
@@ -57,11 +84,11 @@ class KafkaToFilesSettings(KafkaConnectionSettings):
     output_format: Literal["parquet", "json", "csv"] = Field(
         default="parquet", alias="output.format"
     )
-    transform_sql: NonEmptyStr = Field(
-        default=DEFAULT_TRANSFORM,
+    transform_sql: NonEmptyStr | None = Field(
+        default=None,
         alias=TRANSFORM_KEY,
-        description="One query over the view `source` (Spark's Kafka schema): built-in "
-        "functions only, no commands, no other tables or files",
+        description="One query over the view `source` (Spark's Kafka schema, key and value "
+        "converted): built-in functions only, no commands, no other tables or files",
     )
     starting_offsets: Literal["earliest", "latest"] = Field(
         default="earliest", alias="starting.offsets"
@@ -122,12 +149,16 @@ def check_not_read_elsewhere(context: TaskContext, assigned: list[TopicPartition
                 )
 
 
+def settings_of(config: Mapping[str, str]) -> tuple[KafkaToFilesSettings, RecordConverters]:
+    return parse_with_converters(KafkaToFilesSettings, config, CONVERTER_DEFAULTS, "read")
+
+
 class KafkaToFilesTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         """In a session of its own, so `transform.sql`'s view named `source` is this
         task's and no other's (sessions share the SparkContext, not temporary views);
         the query is checked again, as admission did, against the real view."""
-        settings = parse_config(KafkaToFilesSettings, context.task_config)
+        settings, converters = settings_of(context.task_config)
         assigned = parse_assignment(context.task_config[ASSIGN_KEY])
         check_not_read_elsewhere(context, assigned)
         session = query_session(spark)
@@ -138,8 +169,19 @@ class KafkaToFilesTask(Task):
             settings.starting_offsets,
             settings.kafka_client,
         )
+        key, value = (
+            task_payload_type(
+                spec,
+                session,
+                context.checkpoint_dir,
+                partial(first_records, settings.connection, assigned, spec.side, SAMPLE_RECORDS),
+            )
+            for spec in converters
+        )
+        source = failing_on_errors(decode_records(records, converters, PayloadTypes(key, value)))
+        sql = settings.transform_sql or default_transform(converters)
         return start_file_sink(
-            checked_query(session, settings.transform_sql, {SOURCE_VIEW: records}),
+            checked_query(session, sql, {SOURCE_VIEW: source}),
             context,
             settings.output_path,
             settings.output_format,
@@ -156,17 +198,29 @@ class KafkaToFilesConnector(Connector):
     task_configs_refresh_ms = 30_000
     """New partitions are picked up within this long; existing ones never move."""
 
+    def validate(self, config: Mapping[str, str]) -> BaseModel:
+        return settings_of(config)[0]
+
     def validate_with_spark(self, config: Mapping[str, str], spark: SparkSession) -> None:
         """`transform.sql` is a query over `source`, never a program: checked before it is
-        stored, and again by the task before it runs."""
-        settings = parse_config(KafkaToFilesSettings, config)
+        stored, and again by the task before it runs. It is analysed against the
+        converted key and value where the config says their types; a json payload whose
+        type comes from the data is known only when the task starts, and the query is
+        only parsed here."""
+        settings, converters = settings_of(config)
+        key, value = (declared_type(spec, spark) for spec in converters)
+        types = PayloadTypes(key, value)
+        sql = settings.transform_sql or default_transform(converters)
         try:
-            analyze_query(spark, settings.transform_sql, {SOURCE_VIEW: SCHEMA})
+            if types.known:
+                analyze_query(spark, sql, {SOURCE_VIEW: _ddl(spark, types)})
+            else:
+                check_query(spark, sql, [SOURCE_VIEW])
         except QueryNotAllowed as exc:
             raise ConnectorConfigError([ConfigProblem(TRANSFORM_KEY, str(exc))]) from None
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        settings = parse_config(KafkaToFilesSettings, config)
+        settings, _ = settings_of(config)
         with settings.connection.open("sparkherd-kafka-to-files") as kafka:
             partitions = {topic: kafka.partitions(topic) for topic in settings.topics}
         return [
@@ -176,3 +230,14 @@ class KafkaToFilesConnector(Connector):
 
     def create_task(self) -> Task:
         return KafkaToFilesTask()
+
+
+def _ddl(spark: SparkSession, types: PayloadTypes) -> str:
+    """The `source` view's schema as DDL: Spark's Kafka schema, key and value converted."""
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    kafka: StructType = _parse_datatype_string(SCHEMA)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    view = jvm.org.apache.spark.sql.types.DataType.fromJson(view_schema(kafka, types).json())
+    return str(view.toDDL())

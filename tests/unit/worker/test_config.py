@@ -307,15 +307,24 @@ def test_a_kafka_connect_worker_file_loads_with_unused_keys_reported(tmp_path: P
     assert config.rest_scheme == "http"
     assert config.ignored_keys == [
         "config.storage.replication.factor",
-        "key.converter",
-        "key.converter.schemas.enable",
         "offset.flush.interval.ms",
         "offset.storage.replication.factor",
         "plugin.path",
         "status.storage.replication.factor",
-        "value.converter",
-        "value.converter.schemas.enable",
     ]
+    assert config.converter_settings == {
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "true",
+        "value.converter.schemas.enable": "true",
+    }, "the worker's converters: the default of every connector that names none"
+
+
+def test_a_worker_converter_that_cannot_work_stops_the_worker_naming_the_key() -> None:
+    assert config_error("value.converter.schemas.enable=maybe") == (
+        "invalid config: 'value.converter.schemas.enable': invalid value 'maybe': "
+        "'true' or 'false' (from --set)"
+    )
 
 
 def test_keys_outside_the_compat_allow_list_still_fail() -> None:

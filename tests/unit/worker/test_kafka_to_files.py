@@ -11,10 +11,11 @@ from aiokafka import TopicPartition
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.checkpoint_offsets import alter_offsets
 from worker.connectors.kafka_to_files import (
-    DEFAULT_TRANSFORM,
     KafkaToFilesSettings,
     PartitionMovedError,
     check_not_read_elsewhere,
+    default_transform,
+    settings_of,
     split_partitions,
 )
 from worker.kafka.source import format_assignment, parse_assignment
@@ -32,8 +33,28 @@ def test_defaults_and_topics_list() -> None:
     settings = parse_config(KafkaToFilesSettings, {**BASE, "topics": " a, b,a ,"})
     assert settings.topics == ("a", "b")
     assert settings.output_format == "parquet"
-    assert settings.transform_sql == DEFAULT_TRANSFORM
+    assert settings.transform_sql is None
     assert (settings.starting_offsets, settings.kafka_client) == ("earliest", "auto")
+
+
+def test_without_transform_sql_bytes_are_written_as_strings_and_converted_values_as_they_are() -> (
+    None
+):
+    _, bytes_both = settings_of(BASE)
+    assert default_transform(bytes_both) == (
+        "SELECT CAST(key AS STRING) AS key, CAST(value AS STRING) AS value, "
+        "topic, partition, offset, timestamp FROM source"
+    )
+    _, json_value = settings_of({**BASE, "value.converter": "json"})
+    assert default_transform(json_value).startswith(
+        "SELECT CAST(key AS STRING) AS key, value, topic"
+    )
+
+
+def test_a_converter_problem_and_a_setting_problem_are_named_together() -> None:
+    with pytest.raises(ConnectorConfigError) as error:
+        settings_of({**BASE, "output.format": "avro", "value.converter": "Protobuf"})
+    assert [p.key for p in error.value.problems] == ["output.format", "value.converter"]
 
 
 @pytest.mark.parametrize(

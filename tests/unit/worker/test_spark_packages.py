@@ -1,19 +1,25 @@
-"""Which connector versions are asked for, and which of their jars join Spark's."""
+"""Which package versions are asked for, and which of their jars join Spark's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from worker.spark_kafka_jars import connector_bundles, missing_from
+from worker.spark_packages import SPARK_AVRO, SPARK_KAFKA, missing_from, package_bundles
 
 
 def test_the_exact_version_first_then_the_minor_lines_first_release() -> None:
-    names = [bundle.coordinates for bundle in connector_bundles("4.0.1")]
+    names = [bundle.coordinates for bundle in package_bundles(SPARK_KAFKA, "4.0.1")]
     assert names == [
         ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1",),
         ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0",),
     ]
-    assert len(connector_bundles("4.1.0")) == 1
+    assert len(package_bundles(SPARK_KAFKA, "4.1.0")) == 1
+
+
+def test_each_package_has_a_cache_of_its_own_per_version() -> None:
+    kafka, avro = (package_bundles(p, "4.0.1")[0] for p in (SPARK_KAFKA, SPARK_AVRO))
+    assert (kafka.name, avro.name) == ("spark-sql-kafka-4.0.1", "spark-avro-4.0.1")
+    assert avro.coordinates == ("org.apache.spark:spark-avro_2.13:4.0.1",)
 
 
 def test_only_artifacts_spark_does_not_ship_are_added(tmp_path: Path) -> None:
