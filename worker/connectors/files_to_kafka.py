@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
 from worker.converters.columns import ConverterMismatchError, encode, row_payload
-from worker.converters.spec import RecordConverters, parse_with_converters
+from worker.converters.spec import RecordConverters, parse_with_converters, record_converters
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.spark_io import publish_once
@@ -247,9 +247,9 @@ class FilesToKafkaConnector(Connector):
     input_path_keys = ("input.path",)
 
     def validate(self, config: Mapping[str, str]) -> BaseModel:
-        """The settings, and the topic creation keys (`worker.kafka.topic_creation`),
-        whose keys are made of group names and topic config names and so are no fields;
-        one error names every problem of both."""
+        """The settings, the converters (`worker.converters.spec`), and the topic
+        creation keys (`worker.kafka.topic_creation`), whose keys are made of group names
+        and topic config names and so are no fields; one error names every problem."""
         problems: list[ConfigProblem] = []
         settings: BaseModel | None = None
         try:
@@ -258,6 +258,10 @@ class FilesToKafkaConnector(Connector):
             problems.extend(exc.problems)
         try:
             topic_creation(config)
+        except ConnectorConfigError as exc:
+            problems.extend(exc.problems)
+        try:
+            record_converters(config, CONVERTER_DEFAULTS, "write")
         except ConnectorConfigError as exc:
             problems.extend(exc.problems)
         topic = config.get("topic", "").strip()

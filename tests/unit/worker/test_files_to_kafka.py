@@ -110,6 +110,24 @@ def test_validate_takes_topic_creation_keys() -> None:
     assert FilesToKafkaConnector().validate(config) == parse_config(FilesToKafkaSettings, config)
 
 
+def test_validate_names_converter_problems_beside_the_settings() -> None:
+    config = {
+        **BASE,
+        "max.files.per.trigger": "0",
+        "value.converter": "avro",
+        "value.converter.avro.schema": '"long"',
+        "key.converter": "json",
+        "key.schema": "id LONG",
+    }
+    with pytest.raises(ConnectorConfigError) as refused:
+        FilesToKafkaConnector().validate(config)
+    assert [p.key for p in refused.value.problems] == [
+        "max.files.per.trigger",
+        "key.schema",
+        "value.converter.avro.schema.id",
+    ], "a source writes its rows' own schema, and Confluent's format needs the id"
+
+
 def test_one_task_config_per_task() -> None:
     configs = FilesToKafkaConnector().task_configs(BASE, 3)
     assert [c[SPLIT_KEY] for c in configs] == ["0/3", "1/3", "2/3"]
