@@ -29,7 +29,12 @@ from pydantic import BaseModel, Field
 
 from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
 from worker.converters.columns import ConverterMismatchError, encode, row_payload
-from worker.converters.spec import RecordConverters, parse_with_converters, record_converters
+from worker.converters.spec import (
+    ConverterSettings,
+    RecordConverters,
+    parse_with_converters,
+    record_converters,
+)
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.spark_io import publish_once
@@ -67,7 +72,7 @@ CONVERTER_DEFAULTS: Final = {
 plain JSON."""
 
 
-class FilesToKafkaSettings(KafkaConnectionSettings):
+class FilesToKafkaSettings(KafkaConnectionSettings, ConverterSettings):
     input_path: NonEmptyStr = Field(alias="input.path")
     input_format: Literal["json", "csv", "parquet"] = Field(default="json", alias="input.format")
     input_schema: NonEmptyStr | None = Field(

@@ -36,7 +36,7 @@ from worker.converters.records import (
     first_records,
     view_schema,
 )
-from worker.converters.spec import RecordConverters, parse_with_converters
+from worker.converters.spec import DecodingSettings, RecordConverters, parse_with_converters
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
@@ -78,7 +78,7 @@ def default_transform(converters: RecordConverters) -> str:
     return f"SELECT {key}, {value}, topic, partition, offset, timestamp FROM source"
 
 
-class KafkaToFilesSettings(KafkaConnectionSettings):
+class KafkaToFilesSettings(KafkaConnectionSettings, DecodingSettings):
     topics: tuple[str, ...] = Field(alias="topics")
     output_path: NonEmptyStr = Field(alias="output.path")
     output_format: Literal["parquet", "json", "csv"] = Field(

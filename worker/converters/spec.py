@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
+from pydantic import BaseModel, Field
+
 from worker.plugins import ConfigProblem, ConnectorConfigError, Settings, parse_config
 
 Side = Literal["key", "value"]
@@ -53,6 +55,41 @@ converter, and it says nothing false there); `true` is refused, since no envelop
 be read or written."""
 REGISTRY_PREFIX: Final = "schema.registry."
 JAVA_INT_MAX: Final = 2**31 - 1
+
+
+_CLASS_DOC: Final = (
+    "Connect's converter class or its alias: bytes, string, json or avro; default: the "
+    "worker's {key}, else this connector's own"
+)
+
+
+class ConverterSettings(BaseModel):
+    """The converter classes as settings of a connector's model, so that its config
+    definitions and validate answers list them as Connect's do; `record_converters`
+    parses and checks them with their prefixed settings."""
+
+    key_converter: str | None = Field(
+        None, alias="key.converter", description=_CLASS_DOC.format(key="key.converter")
+    )
+    value_converter: str | None = Field(
+        None, alias="value.converter", description=_CLASS_DOC.format(key="value.converter")
+    )
+
+
+class DecodingSettings(ConverterSettings):
+    """A connector that reads Kafka may also give a json payload's type."""
+
+    key_schema: str | None = Field(
+        None,
+        alias="key.schema",
+        description="json keys: their type as DDL (e.g. BIGINT); default: from the data",
+    )
+    value_schema: str | None = Field(
+        None,
+        alias="value.schema",
+        description="json values: their type as DDL (e.g. `id LONG, name STRING`); default: "
+        "from the data",
+    )
 
 
 def converter_key(side: Side) -> str:

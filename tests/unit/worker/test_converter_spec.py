@@ -215,3 +215,18 @@ def test_a_record_of_optional_fields_alone_shows_no_failure_and_is_read_failfast
     assert not failure_sign(json.dumps(optional)).detectable
     assert not failure_sign('["null", "long"]').detectable
     assert failure_sign(AVRO).detectable and failure_sign('"long"').detectable
+
+
+def test_connectors_list_the_converter_classes_among_their_settings_as_connect_does() -> None:
+    """So `GET /connector-plugins/<plugin>/config` shows them, and a validate answer
+    files a problem with a converter class under its key."""
+    from rest.connector_plugins_routes import config_definitions
+    from worker.connectors.files_to_kafka import FilesToKafkaConnector
+    from worker.connectors.kafka_to_files import KafkaToFilesConnector
+
+    reads = config_definitions(KafkaToFilesConnector)
+    writes = config_definitions(FilesToKafkaConnector)
+    assert {"key.converter", "value.converter", "key.schema", "value.schema"} <= set(reads)
+    assert {"key.converter", "value.converter"} <= set(writes)
+    assert "value.schema" not in writes, "a source writes its rows' own schema"
+    assert reads["value.converter"].default_value is None
