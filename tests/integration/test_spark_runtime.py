@@ -20,6 +20,7 @@ from protocol.messages import ConnectorTaskId
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until, wait_until_async
 from worker import spark_task_runtime, spark_warm_up
+from worker.connectors.file_sink import start_file_sink
 from worker.connectors.generator import GeneratorConnector
 from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector, Task, TaskContext, parse_config
@@ -378,6 +379,25 @@ async def test_a_task_claimed_by_another_worker_is_fenced_and_stopped(
     await task_runtime.start_task(zombie, config, config, GENERATION + 2)
     assert zombie in task_runtime.running(), "a new start claims the task back"
     assert states.states_of(zombie)[-1] is TaskState.RUNNING
+
+
+def test_a_file_sink_whose_claim_was_overtaken_commits_no_more_batches(
+    spark_provider: SparkSessionProvider, tmp_path: Path
+) -> None:
+    """The sink's own check, not the runtime's monitor: a worker whose Python froze while
+    its Spark JVM ran on kept committing a task the group had moved, and its new owner's
+    queries failed on the shared checkpoint. No monitor runs here."""
+    checkpoint, output = tmp_path / "checkpoint", tmp_path / "out"
+    context = TaskContext("gen", 0, {}, {}, checkpoint, claim(checkpoint, WORKER_ID, GENERATION))
+    rows = spark_provider.get().readStream.format("rate-micro-batch").option("rowsPerBatch", 1)
+    query = start_file_sink(rows.load(), context, str(output), "parquet", 200)
+    try:
+        wait_until(partial(committed_batches, output / "task-0"), WAIT_S, what="a first batch")
+        claim(checkpoint, "127.0.0.1:9999", GENERATION + 1)
+        wait_until(lambda: not query.isActive, WAIT_S, what="the overtaken query to stop")
+    finally:
+        query.stop()
+    assert "the task is now claimed by worker 127.0.0.1:9999" in str(query.exception())
 
 
 def sleepy_query(

@@ -7,7 +7,9 @@ it as its own: once it did not, and the leader stopped the live copies to hand t
 "back" to a worker whose queries had already been fenced, leaving them down for good;
 on Tansu it still did so from a join it had begun before the freeze and retried after
 the thaw with its old subscription. Frozen whole, or Python alone while its Spark JVM (a
-session of its own) runs on.
+session of its own) runs on. The live worker takes the tasks over without a failed start:
+the frozen worker's claims are simply overtaken (once, its starts failed on the frozen
+JVM's queries until auto-restart gave up a round).
 """
 
 from __future__ import annotations
@@ -114,6 +116,12 @@ def test_every_task_runs_again_soon_after_a_frozen_worker_thaws(
             what="every task to commit again",
         )
 
+    failed_starts = [
+        line
+        for line in live.log_text().splitlines()
+        if "spark_task_runtime: Task " in line and line.endswith(" failed:")
+    ]
+    assert not failed_starts, f"the live worker's takeover failed first: {failed_starts}"
     for task in range(TASKS):
         seqs = committed_column(output / f"task-{task}", "seq")
         assert seqs == list(range(len(seqs))), f"task {task}: gap or duplicate"
