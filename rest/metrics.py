@@ -6,12 +6,16 @@ its own connectors and tasks and Prometheus sums over workers. What only sparkhe
 is prefixed `sparkherd_`: Spark's per-task progress, the scheduled-rebalance delay, the
 protocol version, fencing and hand-offs. Everything is read at scrape time from the
 herder's and the runtime's own state; nothing is kept here.
+
+A task's error totals (Connect's `task-error-metrics`) are gauges, as Strimzi's exporter
+types them: they count every batch the task's checkpoint committed, on whichever worker,
+so they carry on where the task's previous worker left them rather than restart at 0.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Protocol
+from typing import Final, Protocol
 
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -21,6 +25,7 @@ from prometheus_client.registry import Collector
 from herder.metrics import WorkerMetrics
 from protocol.messages import ConnectorTaskId
 from rest.herder_api import HerderDep
+from worker.task_errors import BatchErrors
 from worker.task_progress import TaskProgress
 from worker.task_state import StartupCounts
 
@@ -39,6 +44,8 @@ class RuntimeMetrics(Protocol):
 
     def progress(self) -> dict[ConnectorTaskId, TaskProgress]: ...
 
+    def errors(self) -> dict[ConnectorTaskId, BatchErrors]: ...
+
 
 class WorkerCollector(Collector):
     def __init__(self, worker: WorkerMetrics, runtime: RuntimeMetrics) -> None:
@@ -52,6 +59,7 @@ class WorkerCollector(Collector):
         yield from _status_metrics(metrics)
         yield from _sparkherd_metrics(metrics, self._runtime)
         yield from _progress_metrics(self._runtime.progress())
+        yield from _error_metrics(self._runtime.errors())
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
@@ -215,6 +223,45 @@ def _progress_metrics(progress: Mapping[ConnectorTaskId, TaskProgress]) -> Itera
             gauges["sparkherd_task_source_lag"].add_metric(key, seen.source_lag)
     yield rows
     yield from gauges.values()
+
+
+TASK_ERROR_METRICS: Final = {
+    "total_record_errors": "records that hit an error",
+    "total_record_failures": "failed attempts at records, retries included",
+    "total_records_skipped": "records left out of the output for an error",
+    "total_errors_logged": "errors written to the log",
+    "deadletterqueue_produce_requests": "records sent to the dead letter queue",
+    "deadletterqueue_produce_failures": "records the dead letter queue did not take",
+    "last_error_timestamp": "when the task last hit an error, epoch ms (0: never)",
+}
+"""Connect's `task-error-metrics` attributes, as Strimzi names their series after
+`kafka_connect_task_error_`; the counts are of the batches the checkpoint committed."""
+
+
+def _error_figures(totals: BatchErrors) -> dict[str, int]:
+    """Each of `TASK_ERROR_METRICS`' values for one task."""
+    return {
+        "total_record_errors": totals.record_errors,
+        "total_record_failures": totals.record_failures,
+        "total_records_skipped": totals.records_skipped,
+        "total_errors_logged": totals.errors_logged,
+        "deadletterqueue_produce_requests": totals.deadletterqueue_produce_requests,
+        "deadletterqueue_produce_failures": totals.deadletterqueue_produce_failures,
+        "last_error_timestamp": totals.last_error_timestamp_ms or 0,
+    }
+
+
+def _error_metrics(errors: Mapping[ConnectorTaskId, BatchErrors]) -> Iterator[Metric]:
+    families = {
+        name: GaugeMetricFamily(
+            f"kafka_connect_task_error_{name}", doc, labels=["connector", "task"]
+        )
+        for name, doc in TASK_ERROR_METRICS.items()
+    }
+    for task, totals in sorted(errors.items()):
+        for name, value in _error_figures(totals).items():
+            families[name].add_metric([task.connector, str(task.task)], value)
+    yield from families.values()
 
 
 def metrics_router(runtime: RuntimeMetrics) -> APIRouter:

@@ -1,5 +1,5 @@
-"""`GET /workers/progress` (extension): every task's newest Spark progress, whichever
-worker of the group runs it; `/ui` shows rows/s from it.
+"""`GET /workers/progress` (extension): every task's newest Spark progress and error
+totals, whichever worker of the group runs it; `/ui` shows rows/s and errors from it.
 
 Only the worker that runs a task knows its progress (Spark reports it to that driver,
 which is why each `/metrics` covers its own tasks), and it changes every batch, too often
@@ -25,6 +25,7 @@ from protocol.messages import ConnectorTaskId
 from rest.forwarding import FORWARDED_HEADER
 from rest.herder_api import HerderDep
 from rest.metrics import RuntimeMetrics
+from worker.task_errors import BatchErrors
 from worker.task_progress import TaskProgress
 
 PEER_TIMEOUT: Final = httpx.Timeout(2.0)
@@ -38,6 +39,12 @@ class TaskProgressBody(BaseModel):
     batch_id: int = Field(description="The newest batch the task's checkpoint has committed.")
     input_rows_per_second: float
     processed_rows_per_second: float
+    errors: BatchErrors | None = Field(
+        default=None,
+        description="The task's error totals over the batches its checkpoint committed, "
+        "as /metrics gives them (kafka_connect_task_error_*); null while not counted yet, "
+        "or from a worker of a version that does not count them.",
+    )
 
 
 class ProgressBody(BaseModel):
@@ -49,7 +56,9 @@ class ProgressBody(BaseModel):
 
 
 def own_progress(
-    worker_id: str, progress: Mapping[ConnectorTaskId, TaskProgress]
+    worker_id: str,
+    progress: Mapping[ConnectorTaskId, TaskProgress],
+    errors: Mapping[ConnectorTaskId, BatchErrors],
 ) -> list[TaskProgressBody]:
     return [
         TaskProgressBody(
@@ -59,6 +68,7 @@ def own_progress(
             batch_id=seen.batch_id,
             input_rows_per_second=seen.input_rows_per_second,
             processed_rows_per_second=seen.processed_rows_per_second,
+            errors=errors.get(task),
         )
         for task, seen in sorted(progress.items())
     ]
@@ -114,7 +124,7 @@ def progress_router(runtime: RuntimeMetrics, peer_verify: ssl.SSLContext | bool)
     async def progress(request: Request, herder: HerderDep) -> ProgressBody:
         """Extension: the newest progress of every task that reports one, by its worker;
         a peer asked by another worker (forwarded) answers with its own tasks only."""
-        own = own_progress(herder.worker_id, runtime.progress())
+        own = own_progress(herder.worker_id, runtime.progress(), runtime.errors())
         if FORWARDED_HEADER in request.headers:
             return ProgressBody(tasks=own)
         headers = {FORWARDED_HEADER: "1"}

@@ -38,6 +38,8 @@ from worker.log_setup import working_on
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider
 from worker.task_claims import Claim, claim, is_released
+from worker.task_error_totals import TaskErrorTotals, read_error_totals
+from worker.task_errors import BatchErrors
 from worker.task_progress import TaskProgress, batch_id, fold_progress, needs_window
 from worker.task_state import StartupCounts, TaskState, TaskStatus
 
@@ -212,6 +214,25 @@ def _progress(
     return found
 
 
+def _error_totals(
+    tasks: list[ConnectorTaskId],
+    seen: Mapping[ConnectorTaskId, TaskErrorTotals],
+    watched: Callable[[ConnectorTaskId], bool],
+    checkpoint_root: Path,
+) -> dict[ConnectorTaskId, TaskErrorTotals]:
+    """Blocking: each task's error totals advanced to its checkpoint's newest committed
+    batch (`worker.task_error_totals`), of the tasks still `watched`; a task not seen
+    yet starts from everything its checkpoint committed."""
+    found: dict[ConnectorTaskId, TaskErrorTotals] = {}
+    for task_id in tasks:
+        if not watched(task_id):
+            continue
+        checkpoint = checkpoint_dir_for(checkpoint_root, task_id.connector, task_id.task)
+        before = seen.get(task_id, TaskErrorTotals())
+        found[task_id] = read_error_totals(checkpoint, before, newest_committed_batch(checkpoint))
+    return found
+
+
 @dataclass
 class _TaskRun:
     """One start of one task: its status, and the launch that yields its query."""
@@ -262,6 +283,7 @@ class SparkTaskRuntime:
         self._monitor_thread = DaemonThread("task-monitor")
         self._halts: set[asyncio.Task[None]] = set()
         self._progress: dict[ConnectorTaskId, TaskProgress] = {}
+        self._errors: dict[ConnectorTaskId, TaskErrorTotals] = {}
         self.startups = StartupCounts()
         self.fenced = 0
         """Queries stopped because another worker claimed their task."""
@@ -292,6 +314,11 @@ class SparkTaskRuntime:
     def progress(self) -> dict[ConnectorTaskId, TaskProgress]:
         """The running tasks' progress, as of the last look (once a second)."""
         return {t: p for t, p in self._progress.items() if t in self._runs}
+
+    def errors(self) -> dict[ConnectorTaskId, BatchErrors]:
+        """The running tasks' error totals over every batch their checkpoints committed,
+        as of the last look (once a second)."""
+        return {t: e.totals for t, e in self._errors.items() if t in self._runs}
 
     def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
         run = self._runs.get(task_id)
@@ -333,6 +360,7 @@ class SparkTaskRuntime:
         run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch, (connector_config, task_config))
         self._runs[task_id] = run
         self._progress.pop(task_id, None)
+        self._errors.pop(task_id, None)
         self.startups.attempts += 1
         try:
             await asyncio.shield(launch)
@@ -528,7 +556,9 @@ class SparkTaskRuntime:
         return run is not None and not run.stopping
 
     async def _look_at_progress(self, launches: Mapping[ConnectorTaskId, _Launched]) -> None:
-        """A query stopping meanwhile may fail the look; its progress no longer matters."""
+        """A query stopping meanwhile may fail the look; its progress no longer matters.
+        The error totals are read from the checkpoint, not asked of Spark, so a failed
+        look at Spark does not hold them back."""
         try:
             look = partial(
                 _progress, launches, dict(self._progress), self._watched, self._checkpoint_root
@@ -536,6 +566,17 @@ class SparkTaskRuntime:
             self._progress.update(await self._monitor_thread.call(look))
         except Exception as exc:
             log.debug("Could not read the tasks' progress: %s", exc)
+        try:
+            count = partial(
+                _error_totals,
+                list(launches),
+                dict(self._errors),
+                self._watched,
+                self._checkpoint_root,
+            )
+            self._errors.update(await self._monitor_thread.call(count))
+        except Exception as exc:
+            log.debug("Could not read the tasks' error counts: %s", exc)
 
     def _change(self, task_id: ConnectorTaskId, run: _TaskRun, status: TaskStatus) -> None:
         """A trace is published (status topic, REST, `/ui`) and logged: never a secret."""

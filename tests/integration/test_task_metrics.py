@@ -1,6 +1,7 @@
 """A task's metrics against its real output: bursts of input with idle triggers between
 them, on a real local Spark (issue 29, item 3: the total had stayed at a third of the
-rows written, and the batch id one ahead of the commit log)."""
+rows written, and the batch id one ahead of the commit log); and its error totals (issue
+30, item 3) against the bad records written, across a restart of the task."""
 
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector, Task, TaskContext, parse_config
 from worker.spark_session import SparkSessionProvider
 from worker.spark_task_runtime import SparkTaskRuntime
+from worker.task_errors import BatchErrors, read_batch_errors, write_batch_errors
 from worker.task_progress import TaskProgress
 from worker.task_state import TaskState
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 pytestmark = pytest.mark.integration
 
@@ -40,6 +42,7 @@ IDLE_REPORT_MS = 200
 period below then holds several idle reports, as a real one of a minute would."""
 IDLE_S = 2.0
 TASK = ConnectorTaskId("bursts", 0)
+ERRORS_TASK = ConnectorTaskId("errors", 0)
 
 
 class BurstsSettings(BaseModel):
@@ -53,16 +56,19 @@ class BurstsTask(Task):
 
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings = parse_config(BurstsSettings, context.task_config)
+        lines = spark.readStream.format("text").load(settings.input_path)
         return (
-            spark.readStream.format("text")
-            .load(settings.input_path)
-            .writeStream.format("parquet")
-            .option("path", settings.output_path)
+            self.sink(lines.writeStream, settings, context)
             .option("checkpointLocation", str(context.checkpoint_dir))
             .queryName(context.query_name)
             .trigger(processingTime="100 milliseconds")
             .start()
         )
+
+    def sink(
+        self, writer: DataStreamWriter, settings: BurstsSettings, context: TaskContext
+    ) -> DataStreamWriter:
+        return writer.format("parquet").option("path", settings.output_path)
 
 
 class BurstsConnector(Connector):
@@ -75,6 +81,36 @@ class BurstsConnector(Connector):
 
     def create_task(self) -> Task:
         return BurstsTask()
+
+
+class ErrorsTask(BurstsTask):
+    """Counts the lines starting with `bad` of each batch as records sent to the dead
+    letter queue, in the batch's error counts file, as the error layer does."""
+
+    def sink(
+        self, writer: DataStreamWriter, settings: BurstsSettings, context: TaskContext
+    ) -> DataStreamWriter:
+        checkpoint = context.checkpoint_dir
+
+        def count(batch: DataFrame, batch_id: int) -> None:
+            bad = batch.filter(batch.value.startswith("bad")).count()
+            if bad:
+                errors = BatchErrors(
+                    record_errors=bad,
+                    records_skipped=bad,
+                    deadletterqueue_produce_requests=bad,
+                    last_error_timestamp_ms=1_000 + batch_id,
+                )
+                write_batch_errors(checkpoint, batch_id, errors)
+
+        return writer.foreachBatch(count)
+
+
+class ErrorsConnector(BurstsConnector):
+    name = "errors"
+
+    def create_task(self) -> Task:
+        return ErrorsTask()
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +136,9 @@ async def runtime(
     checkpoints = tmp_path / "checkpoints"
     task_runtime = SparkTaskRuntime(
         spark_provider,
-        plugins_for(PluginRegistry([BurstsConnector]), checkpoints, spark_provider.get),
+        plugins_for(
+            PluginRegistry([BurstsConnector, ErrorsConnector]), checkpoints, spark_provider.get
+        ),
         checkpoints,
         "127.0.0.1:8083",
         10_000,
@@ -169,3 +207,56 @@ async def test_metrics_of_bursty_input_match_the_output_and_the_commit_log(
         figures, WAIT_S, what="the metrics to match the output", until=lambda f: f == expected
     )
     assert seen == (output_rows(output), commit_log(checkpoint)[-1])
+
+
+def write_lines(input_dir: Path, name: str, good: int, bad: int) -> None:
+    """One file of `good` lines and `bad` lines starting with `bad`, renamed into place."""
+    staged = input_dir.parent / f"{name}.txt"
+    staged.write_text("".join(f"ok-{row}\n" for row in range(good)) + "bad\n" * bad)
+    staged.rename(input_dir / staged.name)
+
+
+async def test_error_totals_count_committed_batches_once_and_survive_a_restart(
+    runtime: SparkTaskRuntime, tmp_path: Path
+) -> None:
+    input_dir = tmp_path / "in"
+    input_dir.mkdir()
+    config = {
+        "connector.class": "errors",
+        "tasks.max": "1",
+        "input.path": str(input_dir),
+        "output.path": str(tmp_path / "unused"),
+    }
+    checkpoint = checkpoint_dir_for(tmp_path / "checkpoints", ERRORS_TASK.connector, 0)
+
+    def errors() -> BatchErrors | None:
+        return runtime.errors().get(ERRORS_TASK)
+
+    def committed_files() -> BatchErrors:
+        return sum(
+            (read_batch_errors(checkpoint, batch) for batch in commit_log(checkpoint)),
+            BatchErrors(),
+        )
+
+    await runtime.start_task(ERRORS_TASK, config, config, 1)
+    for number, bad in enumerate((3, 0, 4)):
+        write_lines(input_dir, f"part-{number}", 50, bad)
+    seen = await wait_until_async(
+        errors, WAIT_S, what="7 errors", until=lambda seen: seen.record_errors == 7
+    )
+    assert seen == committed_files()
+    assert (seen.records_skipped, seen.deadletterqueue_produce_requests) == (7, 7)
+
+    # Stopped, as by a crash after the next batch wrote its file but before it committed:
+    # the run that commits the batch writes its file again, and it counts as that run's.
+    await runtime.stop_task(ERRORS_TASK)
+    write_batch_errors(checkpoint, commit_log(checkpoint)[-1] + 1, BatchErrors(record_errors=99))
+    await runtime.start_task(ERRORS_TASK, config, config, 2)
+    restarted = await wait_until_async(errors, WAIT_S, what="the totals back", until=bool)
+    assert restarted == seen, "a restarted task starts from its checkpoint's totals"
+    write_lines(input_dir, "part-3", 50, 2)
+    final = await wait_until_async(
+        errors, WAIT_S, what="9 errors", until=lambda seen: seen.record_errors >= 9
+    )
+    assert final == committed_files()
+    assert (final.record_errors, final.deadletterqueue_produce_requests) == (9, 9)

@@ -1,5 +1,6 @@
-"""deploy/prometheus: the scrape examples reach /metrics on the REST port, and every
-series an alert reads is one the workers export."""
+"""deploy/prometheus: the scrape examples reach /metrics on the REST port, every series
+an alert reads is one the workers export, and the dead letter queue's alerts read a
+task's error totals per series."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from herder.metrics import RebalanceView, WorkerMetrics
 from herder.views import WorkerState
 from protocol.messages import ConnectorTaskId
 from rest.metrics import WorkerCollector
+from worker.task_errors import BatchErrors
 from worker.task_progress import TaskProgress
 from worker.task_state import StartupCounts
 
 PROMETHEUS = Path(__file__).resolve().parents[3] / "deploy" / "prometheus"
 SERIES = re.compile(r"\b(?:kafka_connect|sparkherd)_[a-z_]+")
+TASK_ERRORS = "kafka_connect_task_error_"
 
 
 class Runtime:
@@ -26,6 +29,9 @@ class Runtime:
 
     def progress(self) -> dict[ConnectorTaskId, TaskProgress]:
         return {ConnectorTaskId("c", 0): TaskProgress(1, 10, 1.0, 1.0, 100, 5)}
+
+    def errors(self) -> dict[ConnectorTaskId, BatchErrors]:
+        return {ConnectorTaskId("c", 0): BatchErrors(record_errors=1)}
 
 
 def exported() -> set[str]:
@@ -55,17 +61,43 @@ def load(name: str) -> dict[str, Any]:
     return document
 
 
+def alert_rules() -> list[dict[str, Any]]:
+    return [rule for group in load("alerts.yaml")["spec"]["groups"] for rule in group["rules"]]
+
+
 def test_every_alert_reads_series_the_workers_export() -> None:
-    rules = [rule for group in load("alerts.yaml")["spec"]["groups"] for rule in group["rules"]]
+    rules = alert_rules()
     assert {rule["alert"] for rule in rules} >= {
         "SparkherdConnectorFailed",
         "SparkherdTaskFailed",
         "SparkherdWorkerNotReady",
+        "SparkherdDeadLetterQueueGrowing",
+        "SparkherdDeadLetterQueueFailing",
     }
     names = exported()
     for rule in rules:
         used = set(SERIES.findall(rule["expr"]))
         assert used and used <= names, (rule["alert"], used - names)
+
+
+def test_the_dead_letter_queue_alerts_take_the_increase_of_each_series_per_task() -> None:
+    """A task's error totals come from its checkpoint, so a task that moves starts a
+    series on its new worker at its old worker's total: an increase() of a sum over
+    workers would see that as a jump, an increase() of each series does not."""
+    by_name = {rule["alert"]: rule for rule in alert_rules()}
+    for alert, series in (
+        ("SparkherdDeadLetterQueueGrowing", "deadletterqueue_produce_requests"),
+        ("SparkherdDeadLetterQueueFailing", "deadletterqueue_produce_failures"),
+    ):
+        expr = " ".join(by_name[alert]["expr"].split())
+        window = re.search(rf"increase\({TASK_ERRORS}{series}\[(\d+)m\]\)", expr)
+        assert window, expr
+        assert expr.startswith("sum by (connector, task) (increase(") and expr.endswith(") > 0")
+        assert by_name[alert]["labels"]["severity"] in {"warning", "major"}
+        assert "{{ $labels.connector }}" in by_name[alert]["annotations"]["summary"]
+    for rule in alert_rules():
+        expr = rule["expr"]
+        assert expr.count(TASK_ERRORS) == expr.count(f"increase({TASK_ERRORS}"), rule["alert"]
 
 
 def test_the_scrape_examples_read_metrics_on_the_rest_port() -> None:

@@ -16,6 +16,7 @@ from rest.security import RestSecurity
 from tests.support.plugins import plugins_for
 from tests.unit.rest.fake_herder import FakeHerder
 from worker.plugin_registry import PluginRegistry
+from worker.task_errors import BatchErrors
 from worker.task_progress import TaskProgress
 from worker.task_state import StartupCounts
 
@@ -27,9 +28,13 @@ class FakeRuntime:
     startups: StartupCounts = field(default_factory=StartupCounts)
     fenced: int = 0
     seen: dict[ConnectorTaskId, TaskProgress] = field(default_factory=dict)
+    counted: dict[ConnectorTaskId, BatchErrors] = field(default_factory=dict)
 
     def progress(self) -> dict[ConnectorTaskId, TaskProgress]:
         return dict(self.seen)
+
+    def errors(self) -> dict[ConnectorTaskId, BatchErrors]:
+        return dict(self.counted)
 
 
 RUNTIME = FakeRuntime()
@@ -37,7 +42,7 @@ RUNTIME = FakeRuntime()
 
 @pytest.fixture
 def runtime() -> FakeRuntime:
-    RUNTIME.startups, RUNTIME.fenced, RUNTIME.seen = StartupCounts(), 0, {}
+    RUNTIME.startups, RUNTIME.fenced, RUNTIME.seen, RUNTIME.counted = StartupCounts(), 0, {}, {}
     return RUNTIME
 
 

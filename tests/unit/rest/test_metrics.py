@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -9,6 +11,10 @@ from herder.config_store import TargetState
 from protocol.messages import Allocation, ConnectorTaskId
 from tests.unit.rest.conftest import FakeRuntime
 from tests.unit.rest.fake_herder import FakeHerder
+from worker.checkpoint_layout import checkpoint_dir_for
+from worker.checkpoint_offsets import newest_committed_batch
+from worker.task_error_totals import TaskErrorTotals, read_error_totals
+from worker.task_errors import BatchErrors, write_batch_errors
 from worker.task_progress import TaskProgress
 from worker.task_state import TaskState
 
@@ -82,3 +88,60 @@ def test_each_task_reports_its_spark_progress(
     assert seen[("sparkherd_task_batch_duration_ms", key)] == 950
     assert seen[("sparkherd_task_last_committed_batch_id", key)] == 7
     assert seen[("sparkherd_task_source_lag", key)] == 42
+
+
+TASK_ERROR_SERIES = {
+    "kafka_connect_task_error_total_record_errors": 12,
+    "kafka_connect_task_error_total_record_failures": 14,
+    "kafka_connect_task_error_total_records_skipped": 12,
+    "kafka_connect_task_error_total_errors_logged": 2,
+    "kafka_connect_task_error_deadletterqueue_produce_requests": 12,
+    "kafka_connect_task_error_deadletterqueue_produce_failures": 1,
+    "kafka_connect_task_error_last_error_timestamp": 1_764_000_000_500,
+}
+"""Strimzi's names of Connect's `task-error-metrics`, with what batches 1 and 2 below
+add up to."""
+
+
+def test_each_task_reports_its_error_totals_from_its_checkpoint(
+    client: TestClient, runtime: FakeRuntime, tmp_path: Path
+) -> None:
+    """Gauges, as Strimzi's exporter types them, labelled like the task's other series,
+    summing the committed batches' files: batch 3 has written its file but not committed."""
+    task, quiet = ConnectorTaskId("k2f", 0), ConnectorTaskId("k2f", 1)
+    checkpoint = checkpoint_dir_for(tmp_path, task.connector, task.task)
+    (checkpoint / "commits").mkdir(parents=True)
+    for batch in range(3):
+        (checkpoint / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+    common = {"record_errors": 6, "records_skipped": 6, "deadletterqueue_produce_requests": 6}
+    write_batch_errors(
+        checkpoint, 1, BatchErrors(**common, record_failures=6, last_error_timestamp_ms=10)
+    )
+    write_batch_errors(
+        checkpoint,
+        2,
+        BatchErrors(
+            **common,
+            record_failures=8,
+            errors_logged=2,
+            deadletterqueue_produce_failures=1,
+            last_error_timestamp_ms=1_764_000_000_500,
+        ),
+    )
+    write_batch_errors(checkpoint, 3, BatchErrors(record_errors=100))
+    totals = read_error_totals(checkpoint, TaskErrorTotals(), newest_committed_batch(checkpoint))
+    runtime.counted = {task: totals.totals, quiet: BatchErrors()}
+
+    answer = client.get("/metrics")
+    families = {family.name: family for family in text_string_to_metric_families(answer.text)}
+    for name, value in TASK_ERROR_SERIES.items():
+        family = families[name]
+        assert family.type == "gauge", name
+        samples = {tuple(sorted(s.labels.items())): s for s in family.samples}
+        assert set(samples) == {
+            (("connector", "k2f"), ("task", "0")),
+            (("connector", "k2f"), ("task", "1")),
+        }
+        assert all(sample.name == name for sample in samples.values())
+        assert samples[(("connector", "k2f"), ("task", "0"))].value == value, name
+        assert samples[(("connector", "k2f"), ("task", "1"))].value == 0, name
