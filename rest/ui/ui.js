@@ -122,8 +122,12 @@
     // Every worker's tasks: the worker serving this page asks the others for theirs.
     const body = await getJson("/workers/progress");
     const rates = new Map();
-    for (const task of body.tasks) rates.set(taskKey(task.connector, task.task), task.input_rows_per_second);
-    return { rates, unanswered: body.unanswered || {} };
+    const errors = new Map(); // a task's error totals; absent: not counted yet, or by an older worker
+    for (const task of body.tasks) {
+      rates.set(taskKey(task.connector, task.task), task.input_rows_per_second);
+      if (task.errors) errors.set(taskKey(task.connector, task.task), task.errors);
+    }
+    return { rates, errors, unanswered: body.unanswered || {} };
   }
 
   function taskKey(connector, task) {
@@ -140,7 +144,7 @@
         getJson("/workers"),
         getHealth(),
         getJson("/connectors?expand=status&expand=info"),
-        getProgress().catch((error) => ({ rates: new Map(), failed: String(error.message || error) })),
+        getProgress().catch((error) => ({ rates: new Map(), errors: new Map(), failed: String(error.message || error) })),
       ]);
       if (mine !== latest) return;
       render(cluster, health, connectors, rates);
@@ -368,6 +372,26 @@
     return task.state === "RUNNING" ? "no batch reported yet" : "not running";
   }
 
+  // A task's error count: records that hit an error in the batches its checkpoint
+  // committed, on every worker it ran on; where they went is in the tooltip.
+  function errorCell(progress, name, task) {
+    const key = taskKey(name, task.id);
+    const counted = progress.errors.get(key);
+    if (!counted) {
+      const why = progress.rates.has(key) ? "not counted yet, or its worker does not count errors" : noRate(progress, task);
+      return el("td", { cls: "errors", text: "–", title: why });
+    }
+    const failures = counted.deadletterqueue_produce_failures;
+    const parts = [
+      `${counted.record_errors} record error(s) in the committed batches`,
+      `${counted.records_skipped} skipped`,
+      `${counted.deadletterqueue_produce_requests} sent to the dead letter queue${failures ? ` (${failures} not taken)` : ""}`,
+    ];
+    if (counted.last_error_timestamp_ms) parts.push(`last at ${utcIso(new Date(counted.last_error_timestamp_ms))}`);
+    const cls = counted.record_errors || failures ? "errors has-errors" : "errors";
+    return el("td", { cls, text: counted.record_errors, title: parts.join("; ") });
+  }
+
   function renderConnectors(names, connectors, progress) {
     const cards = names.map((name) => {
       const { status, info } = connectors[name];
@@ -387,7 +411,7 @@
         el(
           "thead",
           {},
-          el("tr", {}, ...["task", "state", "worker", "started", "rows/s", ""].map((h) => el("th", { text: h }))),
+          el("tr", {}, ...["task", "state", "worker", "started", "rows/s", "errors", ""].map((h) => el("th", { text: h }))),
         ),
       );
       const body = el("tbody");
@@ -412,12 +436,13 @@
                   ? noRate(progress, task)
                   : "input rows per second of the newest trigger (0 while idle)",
             }),
+            errorCell(progress, name, task),
             el("td", {}, restart),
           ),
         );
         if (task.trace) {
           const cell = el("td", {}, trace(`task:${name}:${task.id}`, task.trace));
-          cell.colSpan = 5;
+          cell.colSpan = 6;
           body.append(el("tr", { cls: "trace-row" }, el("td"), cell));
         }
       }

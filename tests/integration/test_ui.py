@@ -1,8 +1,8 @@
 """`/ui` in a real browser: headless Chromium renders each worker's page of a live
 two-worker cluster behind basic auth, shows every worker, connector and task state the
 REST API reports (a failed task with its trace, a connector whose name is markup shown as
-text), its buttons pause and delete connectors, and when a worker dies the leader's page
-counts the scheduled rebalance down.
+text), the rates and error counts of both workers' tasks, its buttons pause and delete
+connectors, and when a worker dies the leader's page counts the scheduled rebalance down.
 
 The browser is Debian's `chromium` (`make chromium`), driven over the DevTools protocol
 through a pipe (`tests/support/browser.py`); it answers the authentication prompt with the
@@ -89,6 +89,7 @@ READ_PAGE = """(() => {
       Number(text(row.cells[0])),
       text(row.querySelector(".task-state")),
       text(row.querySelector(".rate")),
+      text(row.querySelector(".errors")),
     ]),
     traces: [...document.querySelectorAll("details[data-key^='task:']")].map((node) => ({
       summary: text(node.querySelector("summary")),
@@ -148,7 +149,7 @@ def differences(page: dict[str, Any], workers: dict[str, Any], me: str, expanded
     expect("placement", sorted(map(tuple, page["placed"])), sorted(said))
     expect(
         "task rows",
-        sorted((c, t, s) for c, t, s, _ in page["tasks"]),
+        sorted((c, t, s) for c, t, s, _, _ in page["tasks"]),
         sorted((c, t, s) for c, t, _, s in said),
     )
     traces = [
@@ -259,21 +260,25 @@ def drive(
     assert shown["title"] == "sparkherd" and shown["images"] == 0, "the name ran as markup"
     assert shown["countdown"] == "none scheduled"
 
-    # Rows/s of every worker's tasks: the page's worker asks the other for its own.
+    # Rows/s and error counts of every worker's tasks: the page's worker asks the other
+    # for its own.
     gen_tasks = {t["id"]: t["worker_id"] for t in api.status("gen")["tasks"]}
     assert set(gen_tasks.values()) == {worker_id(leader), worker_id(follower)}, gen_tasks
 
-    def rates() -> dict[int, str]:
+    def figures() -> dict[int, tuple[str, str]]:
         rows = page.evaluate(READ_PAGE)["tasks"]
-        return {task: rate for name, task, _, rate in rows if name == "gen"}
+        return {task: (rate, errors) for name, task, _, rate, errors in rows if name == "gen"}
 
-    seen_rates = wait_until(
-        rates,
+    seen = wait_until(
+        figures,
         TIMEOUT_S,
-        what="rows/s of the tasks of both workers",
-        until=lambda shown: set(shown) == set(gen_tasks) and NO_RATE not in shown.values(),
+        what="rows/s and errors of the tasks of both workers",
+        until=lambda shown: (
+            set(shown) == set(gen_tasks) and all(NO_RATE not in pair for pair in shown.values())
+        ),
     )
-    assert all(float(rate) >= 0 for rate in seen_rates.values()), seen_rates
+    assert all(float(rate) >= 0 for rate, _ in seen.values()), seen
+    assert {errors for _, errors in seen.values()} == {"0"}, "the generator makes no bad record"
 
     # A connector RUNNING with a FAILED task says so, in amber, as ctl words it; every
     # time shown is UTC ISO 8601.
