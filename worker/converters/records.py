@@ -27,6 +27,10 @@ ERROR_COLUMN: Final = "__sparkherd_conversion_error"
 """Null, or which side of the record could not be converted (and by what converter)."""
 ORIGINAL_KEY: Final = "__sparkherd_original_key"
 ORIGINAL_VALUE: Final = "__sparkherd_original_value"
+ORIGINAL_HEADERS: Final = "__sparkherd_original_headers"
+"""The record's headers, when its source read them (`headers`, as Spark's Kafka source
+names them with `includeHeaders`): what a dead letter queue sends on."""
+HEADERS_COLUMN: Final = "headers"
 KAFKA_COLUMNS: Final = (
     "key",
     "value",
@@ -64,7 +68,8 @@ def view_schema(kafka_schema: StructType, types: PayloadTypes) -> StructType:
 
 def decode_records(raw: DataFrame, converters: RecordConverters, types: PayloadTypes) -> DataFrame:
     """Spark's Kafka columns with key and value decoded, `ERROR_COLUMN`, and the
-    original bytes as `ORIGINAL_KEY` / `ORIGINAL_VALUE`."""
+    original bytes as `ORIGINAL_KEY` / `ORIGINAL_VALUE` (and headers, when read, as
+    `ORIGINAL_HEADERS`)."""
     from pyspark.sql import functions as f
 
     key = decode(converters.key, f.col("key"), types.key)
@@ -83,6 +88,7 @@ def decode_records(raw: DataFrame, converters: RecordConverters, types: PayloadT
         error.alias(ERROR_COLUMN),
         f.col("key").alias(ORIGINAL_KEY),
         f.col("value").alias(ORIGINAL_VALUE),
+        *([f.col(HEADERS_COLUMN).alias(ORIGINAL_HEADERS)] if HEADERS_COLUMN in raw.columns else []),
     )
 
 

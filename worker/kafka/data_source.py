@@ -9,7 +9,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourc
 from pyspark.sql.types import StructType
 
 from worker.kafka.sink import KafkaStreamWriter
-from worker.kafka.source import SCHEMA, KafkaStreamReader
+from worker.kafka.source import KafkaStreamReader, source_schema
 
 FORMAT: Final = "sparkherd-kafka"
 
@@ -20,7 +20,7 @@ class KafkaDataSource(DataSource):  # type: ignore[misc]
         return FORMAT
 
     def schema(self) -> str:
-        return SCHEMA
+        return source_schema(self.options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(self.options)

@@ -71,6 +71,8 @@ class OutRow:
     origin: str
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+    """The record's own headers, sent before the sink's (a dead letter queue record's)."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,7 @@ def publish_batch(
 def _outgoing(sink_id: str, identity: Identity, row: OutRow) -> Outgoing:
     origin, seq = identity
     headers = (
+        *row.headers,
         (SINK_HEADER, sink_id.encode()),
         (ORIGIN_HEADER, origin.encode()),
         (SEQ_HEADER, str(seq).encode()),

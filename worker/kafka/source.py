@@ -8,7 +8,9 @@ run again, so a file sink downstream gets every record once.
 
 Options: `bootstrap.servers` and the security keys of `KafkaConnection`; `assign`, the
 partitions to read as `topic:p,topic:q`; `starting.offsets`, `earliest` (default) or
-`latest`, used only for a partition that the checkpoint does not know yet.
+`latest`, used only for a partition that the checkpoint does not know yet;
+`include.headers`, `true` to add the records' headers as a `headers` column of the type
+Spark's JVM source gives with `includeHeaders` (default `false`, as there).
 """
 
 from __future__ import annotations
@@ -28,7 +30,18 @@ SCHEMA: Final = (
     "key BINARY, value BINARY, topic STRING, partition INT, offset LONG, "
     "timestamp TIMESTAMP, timestampType INT"
 )
+HEADERS_FIELD: Final = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+INCLUDE_HEADERS: Final = "include.headers"
 Offsets = dict[str, dict[str, int]]
+
+
+def include_headers(options: Mapping[str, str]) -> bool:
+    return options.get(INCLUDE_HEADERS, "false").strip().lower() == "true"
+
+
+def source_schema(options: Mapping[str, str]) -> str:
+    """Spark's Kafka schema, with `headers` when the options ask for them."""
+    return f"{SCHEMA}, {HEADERS_FIELD}" if include_headers(options) else SCHEMA
 
 
 def format_assignment(partitions: Sequence[TopicPartition]) -> str:
@@ -66,6 +79,7 @@ class KafkaRange(InputPartition):  # type: ignore[misc]
     partition: int
     start: int
     end: int
+    headers: bool = False
 
 
 class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
@@ -79,6 +93,7 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         if starting not in ("earliest", "latest"):
             raise ValueError(f"starting.offsets must be earliest or latest, not {starting!r}")
         self._starting: Literal["earliest", "latest"] = starting  # type: ignore[assignment]
+        self._headers = include_headers(options)
         self._kafka: BlockingKafka | None = None
 
     def _client(self) -> BlockingKafka:
@@ -109,7 +124,9 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
             last = _position(end, tp)
             first = starting[tp] if first is None else first
             if last is not None and last > first:
-                ranges.append(KafkaRange(self._connection, tp.topic, tp.partition, first, last))
+                ranges.append(
+                    KafkaRange(self._connection, tp.topic, tp.partition, first, last, self._headers)
+                )
         return ranges
 
     def read(self, partition: KafkaRange) -> Iterator[tuple[object, ...]]:
@@ -117,7 +134,7 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         with partition.connection.open("sparkherd-kafka-source") as kafka:
             for chunk in kafka.fetch(tp, partition.start, partition.end):
                 for r in chunk:
-                    yield (
+                    row = (
                         r.key,
                         r.value,
                         tp.topic,
@@ -126,6 +143,7 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
                         datetime.fromtimestamp(r.timestamp_ms / 1000, UTC),
                         r.timestamp_type,
                     )
+                    yield (*row, list(r.headers)) if partition.headers else row
 
     def commit(self, end: Offsets) -> None:
         """Nothing to do: the checkpoint, not Kafka, holds the task's position."""

@@ -25,7 +25,7 @@ from pyspark.errors import AnalysisException
 from worker.kafka.connection import KafkaConnection
 from worker.kafka.data_source import FORMAT, KafkaDataSource
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
-from worker.kafka.source import format_assignment
+from worker.kafka.source import INCLUDE_HEADERS, format_assignment
 from worker.kafka.transactions import ExactlyOnceSupport, TransactionalIds, fence_earlier_producers
 from worker.plugins import TaskContext
 
@@ -57,11 +57,14 @@ def read_kafka(
     partitions: Sequence[TopicPartition],
     starting_offsets: Literal["earliest", "latest"],
     client: KafkaClientChoice,
+    headers: bool = False,
 ) -> DataFrame:
-    """A streaming DataFrame of the given partitions, with Spark's Kafka schema."""
+    """A streaming DataFrame of the given partitions, with Spark's Kafka schema (and,
+    with `headers`, the records' headers as Spark's JVM source gives them: a `headers`
+    column of (key STRING, value BINARY) structs, from either source)."""
     if client != "python":
         try:
-            return _read_jvm(spark, connection, partitions, starting_offsets)
+            return _read_jvm(spark, connection, partitions, starting_offsets, headers)
         except AnalysisException as exc:
             if exc.getCondition() not in MISSING_SOURCE:
                 raise
@@ -73,6 +76,7 @@ def read_kafka(
         .options(**connection.source_options())
         .option("assign", format_assignment(partitions))
         .option("starting.offsets", starting_offsets)
+        .option(INCLUDE_HEADERS, str(headers).lower())
         .load()
     )
 
@@ -82,6 +86,7 @@ def _read_jvm(
     connection: KafkaConnection,
     partitions: Sequence[TopicPartition],
     starting_offsets: str,
+    headers: bool,
 ) -> DataFrame:
     assign: dict[str, list[int]] = {}
     for tp in partitions:
@@ -92,6 +97,7 @@ def _read_jvm(
         .option("assign", json.dumps(assign))
         .option("startingOffsets", starting_offsets)
         .option("failOnDataLoss", "true")
+        .option("includeHeaders", str(headers).lower())
         .load()
     )
 
