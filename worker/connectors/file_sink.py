@@ -17,6 +17,7 @@ resumes, the overtaken claim stops the batch before anything is committed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Final
 
@@ -26,6 +27,11 @@ from worker.task_claims import Claim
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming import StreamingQuery
+
+BatchStep = Callable[["DataFrame", int, Callable[["DataFrame"], None]], None]
+"""What a task may do with each batch before it is committed: given the batch, its id and
+the commit, it calls the commit (at most once) with the rows to write. This is where
+`errors.tolerance=all` takes failed records out (`worker.record_errors`)."""
 
 FILE_FORMATS: Final = {
     "parquet": "org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat",
@@ -40,14 +46,20 @@ class ClaimOvertaken(RuntimeError):
 
 
 def start_file_sink(
-    rows: DataFrame, context: TaskContext, output_path: str, output_format: str, interval_ms: int
+    rows: DataFrame,
+    context: TaskContext,
+    output_path: str,
+    output_format: str,
+    interval_ms: int,
+    step: BatchStep | None = None,
 ) -> StreamingQuery:
-    """Write `rows` to `<output_path>/task-<i>` every `interval_ms` (csv with a header).
+    """Write `rows` (or what `step` makes of each batch) to `<output_path>/task-<i>`
+    every `interval_ms` (csv with a header).
 
     The sink is made here, as `writeStream` would make it: a directory that cannot hold
     its log fails the start, not the first batch."""
     path = task_output_path(output_path, context.task)
-    commit = FileCommitter(file_stream_sink(rows, path, output_format), context.claim)
+    commit = FileCommitter(file_stream_sink(rows, path, output_format), context.claim, step)
     return (
         rows.writeStream.foreachBatch(commit)
         .option("checkpointLocation", str(context.checkpoint_dir))
@@ -75,16 +87,29 @@ def file_stream_sink(rows: DataFrame, path: str, output_format: str) -> Any:
 
 
 class FileCommitter:
-    """One query's batches into Spark's file sink, each after a look at the claim."""
+    """One query's batches into Spark's file sink, each after a look at the claim (and,
+    with a step, again right before the commit: the step may have taken a while)."""
 
-    def __init__(self, sink: Any, claim: Claim | None) -> None:
+    def __init__(self, sink: Any, claim: Claim | None, step: BatchStep | None = None) -> None:
         self._sink = sink
         self._claim = claim
+        self._step = step
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        self._check_claim(batch_id)
+        if self._step is None:
+            self._sink.addBatch(batch_id, batch._jdf)
+            return
+
+        def commit(rows: DataFrame) -> None:
+            self._check_claim(batch_id)
+            self._sink.addBatch(batch_id, rows._jdf)
+
+        self._step(batch, batch_id, commit)
+
+    def _check_claim(self, batch_id: int) -> None:
         holder = self._claim.fenced_by() if self._claim is not None else None
         if holder is not None:
             raise ClaimOvertaken(
                 f"batch {batch_id} not committed: the task is now claimed by {holder}"
             )
-        self._sink.addBatch(batch_id, batch._jdf)

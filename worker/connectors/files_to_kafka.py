@@ -51,6 +51,7 @@ from worker.plugins import (
     TaskContext,
     parse_config,
 )
+from worker.record_errors.settings import not_reading_kafka_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -254,7 +255,9 @@ class FilesToKafkaConnector(Connector):
     def validate(self, config: Mapping[str, str]) -> BaseModel:
         """The settings, the converters (`worker.converters.spec`), and the topic
         creation keys (`worker.kafka.topic_creation`), whose keys are made of group names
-        and topic config names and so are no fields; one error names every problem."""
+        and topic config names and so are no fields; one error names every problem.
+        `errors.deadletterqueue.*` keys are a problem: this connector reads no Kafka
+        records."""
         problems: list[ConfigProblem] = []
         settings: BaseModel | None = None
         try:
@@ -269,6 +272,7 @@ class FilesToKafkaConnector(Connector):
             record_converters(config, CONVERTER_DEFAULTS, "write")
         except ConnectorConfigError as exc:
             problems.extend(exc.problems)
+        problems.extend(not_reading_kafka_problems(config, self.name))
         topic = config.get("topic", "").strip()
         if topic and not is_kafka_name(topic):
             problems.append(ConfigProblem("topic", f"not a Kafka topic name: {KAFKA_NAME_RULE}"))

@@ -19,11 +19,13 @@ from worker.connectors.file_sink import start_file_sink
 from worker.plugins import (
     JAVA_INT_MAX,
     Connector,
+    ConnectorConfigError,
     NonEmptyStr,
     Task,
     TaskContext,
     parse_config,
 )
+from worker.record_errors.settings import not_reading_kafka_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,6 +82,17 @@ class GeneratorConnector(Connector):
     connector_type = "source"
     output_path_keys = ("output.path",)
     checkpoint_keys = ("output.path",)
+
+    def validate(self, config: Mapping[str, str]) -> BaseModel:
+        """The settings, and no `errors.deadletterqueue.*` key: no Kafka record is read."""
+        problems = not_reading_kafka_problems(config, self.name)
+        try:
+            settings = parse_config(self.config_model, config)
+        except ConnectorConfigError as exc:
+            raise ConnectorConfigError([*exc.problems, *problems]) from None
+        if problems:
+            raise ConnectorConfigError(problems)
+        return settings
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         return [dict(config) for _ in range(max_tasks)]

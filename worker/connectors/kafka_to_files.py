@@ -7,8 +7,13 @@ has to run again (after a crash, on another worker) reads the same offsets, and 
 sink's log commits each batch once. Kafka's consumer groups are not used at all.
 
 Keys and values go through Connect's converters (`worker.converters`), bytes by default
-(what Spark's Kafka source gives); `transform.sql` sees them converted in `source`, and
-a record that cannot be converted fails the task (Connect's `errors.tolerance=none`).
+(what Spark's Kafka source gives); `transform.sql` sees them converted in `source`. A
+record that cannot be converted, or that `transform.sql` fails on, fails the task
+(Connect's `errors.tolerance=none`, the default: `transform.sql` then runs inside the
+streaming query, as fast as before error handling). With `errors.tolerance=all` it is
+taken out of its batch, sent to the dead letter queue if one is named, and counted, and
+the rest of the batch is written (`worker.record_errors.tolerant_batches`, which also
+says why both outputs get each record once).
 
 A partition's position therefore lives in the checkpoint of the task that read it, so
 the split must not move a partition that a task has read to another task: partitions
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from aiokafka import TopicPartition
 from pydantic import BaseModel, Field, field_validator
@@ -49,6 +54,9 @@ from worker.plugins import (
     Task,
     TaskContext,
 )
+from worker.record_errors.dead_letter_queue import DeadLetterQueue
+from worker.record_errors.settings import ErrorHandlingSettings, error_handling_problems
+from worker.record_errors.tolerant_batches import TolerantBatches
 from worker.sql_policy import (
     QueryNotAllowed,
     analyze_query,
@@ -58,7 +66,7 @@ from worker.sql_policy import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 ASSIGN_KEY: Final = "kafka.assign"
@@ -78,7 +86,7 @@ def default_transform(converters: RecordConverters) -> str:
     return f"SELECT {key}, {value}, topic, partition, offset, timestamp FROM source"
 
 
-class KafkaToFilesSettings(KafkaConnectionSettings, DecodingSettings):
+class KafkaToFilesSettings(KafkaConnectionSettings, DecodingSettings, ErrorHandlingSettings):
     topics: tuple[str, ...] = Field(alias="topics")
     output_path: NonEmptyStr = Field(alias="output.path")
     output_format: Literal["parquet", "json", "csv"] = Field(
@@ -150,7 +158,17 @@ def check_not_read_elsewhere(context: TaskContext, assigned: list[TopicPartition
 
 
 def settings_of(config: Mapping[str, str]) -> tuple[KafkaToFilesSettings, RecordConverters]:
-    return parse_with_converters(KafkaToFilesSettings, config, CONVERTER_DEFAULTS, "read")
+    """The settings and converters, with every problem of either and of the error
+    handling keys (`worker.record_errors.settings`) in one error."""
+    topics = [t.strip() for t in config.get("topics", "").split(",")]
+    problems = error_handling_problems(config, topics)
+    try:
+        parsed = parse_with_converters(KafkaToFilesSettings, config, CONVERTER_DEFAULTS, "read")
+    except ConnectorConfigError as exc:
+        raise ConnectorConfigError([*exc.problems, *problems]) from None
+    if problems:
+        raise ConnectorConfigError(problems)
+    return parsed
 
 
 class KafkaToFilesTask(Task):
@@ -162,12 +180,15 @@ class KafkaToFilesTask(Task):
         assigned = parse_assignment(context.task_config[ASSIGN_KEY])
         check_not_read_elsewhere(context, assigned)
         session = query_session(spark)
+        tolerant = settings.errors_tolerance == "all"
+        dead_letter_queue = DeadLetterQueue.open(settings.connection, settings, context)
         records = read_kafka(
             session,
             settings.connection,
             assigned,
             settings.starting_offsets,
             settings.kafka_client,
+            headers=dead_letter_queue is not None,
         )
         key, value = (
             task_payload_type(
@@ -178,14 +199,29 @@ class KafkaToFilesTask(Task):
             )
             for spec in converters
         )
-        source = failing_on_errors(decode_records(records, converters, PayloadTypes(key, value)))
+        decoded = decode_records(records, converters, PayloadTypes(key, value))
         sql = settings.transform_sql or default_transform(converters)
+        rows = checked_query(session, sql, {SOURCE_VIEW: failing_on_errors(decoded)})
+        if not tolerant:
+            return start_file_sink(
+                rows,
+                context,
+                settings.output_path,
+                settings.output_format,
+                settings.trigger_interval_ms,
+            )
+        # The query is checked (above) against the streaming view as without tolerance,
+        # and refused where a streaming query would refuse it (an aggregation without a
+        # watermark): each batch runs it again over the batch's records.
+        refuse_unsupported_streaming(rows)
+        step = TolerantBatches(sql, SOURCE_VIEW, converters, settings, context, dead_letter_queue)
         return start_file_sink(
-            checked_query(session, sql, {SOURCE_VIEW: source}),
+            decoded,
             context,
             settings.output_path,
             settings.output_format,
             settings.trigger_interval_ms,
+            step,
         )
 
 
@@ -230,6 +266,17 @@ class KafkaToFilesConnector(Connector):
 
     def create_task(self) -> Task:
         return KafkaToFilesTask()
+
+
+def refuse_unsupported_streaming(rows: DataFrame) -> None:
+    """Spark's own check of what a streaming query may do in append mode, which a query
+    run per batch inside `foreachBatch` would otherwise skip."""
+    jvm: Any = rows.sparkSession._jvm
+    plan = rows._jdf.queryExecution().analyzed()
+    append = jvm.org.apache.spark.sql.streaming.OutputMode.Append()
+    jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker.checkForStreaming(
+        plan, append
+    )
 
 
 def _ddl(spark: SparkSession, types: PayloadTypes) -> str:
