@@ -234,6 +234,24 @@ def test_tolerance_none_fails_the_task_on_a_transform_error(
     assert "CAST_INVALID_INPUT" in status["tasks"][0]["trace"]
 
 
+def test_tolerance_all_refuses_what_a_streaming_query_refuses(
+    broker: EmbeddedBroker, worker: WorkerProcess, tmp_path: Path
+) -> None:
+    """`transform.sql` runs per batch with `errors.tolerance=all`, yet a query a
+    streaming query could not run (an aggregation without a watermark) fails the task
+    as it does without tolerance, rather than counting per batch."""
+    topic = new_topic(broker.bootstrap_servers, "counting", 1)
+    config = {
+        **sink_config(broker, topic, tmp_path / "out", f"counting-dlq-{free_port()}"),
+        "transform.sql": "SELECT count(*) AS n FROM source",
+    }
+    api = Api(worker.url, timeout_s=180)
+    api.call("PUT", "/connectors/counting/config", 201, json=config)
+    status = api.wait_states("counting", "RUNNING", ["FAILED"])
+    api.call("DELETE", "/connectors/counting", 204)
+    assert "streaming aggregations" in status["tasks"][0]["trace"]
+
+
 def test_error_handling_keys_are_checked_before_a_config_is_stored(
     broker: EmbeddedBroker, worker: WorkerProcess, tmp_path: Path
 ) -> None:

@@ -3,15 +3,23 @@ headers and log line, the retry backoff, and the bisection planner."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.plugins import ConnectorConfigError, parse_config
+from worker.kafka.client import KafkaUnavailableError
+from worker.kafka.connection import KafkaConnection
+from worker.kafka.sink import IntentLog, OutRow
+from worker.plugins import ConnectorConfigError, TaskContext, parse_config
 from worker.record_errors.bisection import OffsetRange, Part, isolate_failures, split, whole_batch
-from worker.record_errors.dead_letter_queue import backoff_ms
+from worker.record_errors.dead_letter_queue import (
+    DeadLetterQueue,
+    DeadLetterQueuePublishError,
+    backoff_ms,
+)
 from worker.record_errors.failed_records import (
     FailedRecord,
     context_headers,
@@ -184,3 +192,37 @@ def test_a_failure_no_single_record_causes_finds_nothing() -> None:
         return "boom" if sum(r.size for r in part) > 4 else None
 
     assert isolate_failures((OffsetRange("t", 0, 0, 64),), attempt) == []
+
+
+class _FlakyQueue(DeadLetterQueue):
+    """A dead letter queue whose publish fails `failures` times, then succeeds."""
+
+    def __init__(self, settings: ErrorHandlingSettings, failures: int, tmp_path: Path) -> None:
+        context = TaskContext("c", 0, {}, {}, tmp_path)
+        super().__init__(KafkaConnection("127.0.0.1:1"), "dlq", context, settings, None, self._nap)
+        self.failures = failures
+        self.naps: list[float] = []
+
+    def _nap(self, seconds: float) -> None:
+        self.naps.append(seconds)
+
+    def _publish_once(self, intents: IntentLog, batch_id: int, rows: Sequence[OutRow]) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise KafkaUnavailableError("broker away")
+
+
+def test_a_failed_publish_is_retried_within_the_timeout(tmp_path: Path) -> None:
+    patient = settings({"errors.retry.timeout": "60000", "errors.retry.delay.max.ms": "500"})
+    queue = _FlakyQueue(patient, 2, tmp_path)
+    counts = queue.publish(0, [FAILED, FAILED])
+    assert (counts.requests, counts.failures) == (6, 4)
+    assert queue.naps == [0.3, 0.5]
+
+
+def test_a_publish_that_keeps_failing_fails_with_its_counts(tmp_path: Path) -> None:
+    queue = _FlakyQueue(settings({}), 5, tmp_path)
+    with pytest.raises(DeadLetterQueuePublishError) as failed:
+        queue.publish(0, [FAILED])
+    assert (failed.value.counts.requests, failed.value.counts.failures) == (1, 1)
+    assert queue.naps == []
