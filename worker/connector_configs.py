@@ -162,11 +162,11 @@ class RegistryPlugins:
         }
 
     def problems(
-        self, connector: type[Connector], config: Mapping[str, str]
+        self, connector: type[Connector], config: Mapping[str, str], *, spark: bool = True
     ) -> list[ConfigProblem]:
         """Everything wrong with `config` for `connector` on its own, by key: unresolvable
-        placeholders, the framework's settings, the plugin's, then the plugin's Spark
-        checks (only once the rest passed, and blocking: call it off the event loop)."""
+        placeholders, the framework's settings, the plugin's, then (with `spark`) the
+        plugin's Spark checks, only once the rest passed."""
         problems: list[ConfigProblem] = []
         resolved = dict(config)
         for key, value in config.items():
@@ -182,12 +182,25 @@ class RegistryPlugins:
                 check(resolved)
             except ConnectorConfigError as exc:
                 problems.extend(exc.problems)
-        if not problems and type(plugin).validate_with_spark is not Connector.validate_with_spark:
-            try:
-                plugin.validate_with_spark(resolved, self._spark())
-            except ConnectorConfigError as exc:
-                problems.extend(exc.problems)
+        if spark and not problems:
+            problems = self._spark_problems(connector, resolved)
         return self._masked(problems, config)
+
+    def _spark_problems(
+        self, connector: type[Connector], resolved: Mapping[str, str]
+    ) -> list[ConfigProblem]:
+        """The plugin's Spark checks (blocking: call it off the event loop), asked only of
+        a config that passed every other check: they take a SparkSession and a while."""
+        plugin = connector()
+        if type(plugin).validate_with_spark is Connector.validate_with_spark:
+            return []
+        try:
+            plugin.validate_with_spark(
+                {**self._worker_defaults(resolved), **resolved}, self._spark()
+            )
+        except ConnectorConfigError as exc:
+            return list(exc.problems)
+        return []
 
     def admit(
         self,
@@ -202,7 +215,7 @@ class RegistryPlugins:
         other values is refused only if it `will_run` (not STOPPED): stopped, the
         connector's offsets can be reset first, as Connect's are (KIP-875, KIP-980)."""
         connector = self._plugin(config)
-        problems = self.problems(connector, config)
+        problems = self.problems(connector, config, spark=False)
         resolved = self.resolve(config) if not problems else dict(config)
         problems += location_problems(
             self._locations(connector, resolved),
@@ -212,6 +225,8 @@ class RegistryPlugins:
             self._allowed_paths,
         )
         name = config.get("name")
+        if not problems:
+            problems += self._spark_problems(connector, resolved)
         if not problems and will_run and name:
             problems += self._unfit_checkpoints(name, resolved)
         if problems:
