@@ -4,7 +4,7 @@ values `transform.sql` cannot cast), lands as 9,990 rows once and 10 dead letter
 once with their original bytes, headers and Connect's context headers, the task RUNNING
 throughout and restarted twice mid-way; the per-batch error files and `/metrics` count 10. Also: the
 dead letter queue's own duplicate check, without Spark; `errors.tolerance=none` failing
-the task on a `transform.sql` error; and the 400s of the error handling keys."""
+the task on a `transform.sql` error, naming the record; and the 400s of the error handling keys."""
 
 from __future__ import annotations
 
@@ -218,7 +218,7 @@ def test_the_dead_letter_queue_publishes_a_batch_once_however_often_it_runs(
     assert [r.value for r in letters] == [bytes([0]), bytes([1]), bytes([2]), None]
 
 
-def test_tolerance_none_fails_the_task_on_a_transform_error(
+def test_tolerance_none_fails_the_task_naming_the_record_transform_sql_failed_on(
     broker: EmbeddedBroker, worker: WorkerProcess, tmp_path: Path
 ) -> None:
     topic = new_topic(broker.bootstrap_servers, "strict", 1)
@@ -231,7 +231,9 @@ def test_tolerance_none_fails_the_task_on_a_transform_error(
     api.call("PUT", "/connectors/strict/config", 201, json=config)
     status = api.wait_states("strict", "RUNNING", ["FAILED"])
     api.call("DELETE", "/connectors/strict", 204)
-    assert "CAST_INVALID_INPUT" in status["tasks"][0]["trace"]
+    trace = status["tasks"][0]["trace"]
+    assert f"the record at topic {topic}, partition 0, offset 3 " in trace
+    assert "CAST_INVALID_INPUT" in trace
 
 
 def test_tolerance_all_refuses_what_a_streaming_query_refuses(

@@ -7,13 +7,13 @@ has to run again (after a crash, on another worker) reads the same offsets, and 
 sink's log commits each batch once. Kafka's consumer groups are not used at all.
 
 Keys and values go through Connect's converters (`worker.converters`), bytes by default
-(what Spark's Kafka source gives); `transform.sql` sees them converted in `source`. A
-record that cannot be converted, or that `transform.sql` fails on, fails the task
-(Connect's `errors.tolerance=none`, the default: `transform.sql` then runs inside the
-streaming query, as fast as before error handling). With `errors.tolerance=all` it is
-taken out of its batch, sent to the dead letter queue if one is named, and counted, and
-the rest of the batch is written (`worker.record_errors.tolerant_batches`, which also
-says why both outputs get each record once).
+(what Spark's Kafka source gives); `transform.sql` sees them converted in `source`, run
+per batch in `foreachBatch` (`worker.record_errors`). A record that cannot be converted,
+or that `transform.sql` fails on, fails the task naming the record (Connect's
+`errors.tolerance=none`, the default: `strict_batches`). With `errors.tolerance=all` it
+is taken out of its batch, sent to the dead letter queue if one is named, and counted,
+and the rest of the batch is written (`tolerant_batches`, which also says why both
+outputs get each record once).
 
 A partition's position therefore lives in the checkpoint of the task that read it, so
 the split must not move a partition that a task has read to another task: partitions
@@ -32,7 +32,7 @@ from aiokafka import TopicPartition
 from pydantic import BaseModel, Field, field_validator
 
 from worker.checkpoint_offsets import committed_offsets
-from worker.connectors.file_sink import start_file_sink
+from worker.connectors.file_sink import BatchStep, start_file_sink
 from worker.converters.payload_types import SAMPLE_RECORDS, declared_type, task_payload_type
 from worker.converters.records import (
     PayloadTypes,
@@ -56,6 +56,7 @@ from worker.plugins import (
 )
 from worker.record_errors.dead_letter_queue import DeadLetterQueue
 from worker.record_errors.settings import ErrorHandlingSettings, error_handling_problems
+from worker.record_errors.strict_batches import StrictBatches
 from worker.record_errors.tolerant_batches import TolerantBatches
 from worker.sql_policy import (
     QueryNotAllowed,
@@ -201,20 +202,16 @@ class KafkaToFilesTask(Task):
         )
         decoded = decode_records(records, converters, PayloadTypes(key, value))
         sql = settings.transform_sql or default_transform(converters)
+        # The query is checked against the streaming view, and refused where a streaming
+        # query would refuse it (an aggregation without a watermark): each batch then runs
+        # it over the batch's records, so that a failure can be traced to its record.
         rows = checked_query(session, sql, {SOURCE_VIEW: failing_on_errors(decoded)})
-        if not tolerant:
-            return start_file_sink(
-                rows,
-                context,
-                settings.output_path,
-                settings.output_format,
-                settings.trigger_interval_ms,
-            )
-        # The query is checked (above) against the streaming view as without tolerance,
-        # and refused where a streaming query would refuse it (an aggregation without a
-        # watermark): each batch runs it again over the batch's records.
         refuse_unsupported_streaming(rows)
-        step = TolerantBatches(sql, SOURCE_VIEW, converters, settings, context, dead_letter_queue)
+        step: BatchStep = (
+            TolerantBatches(sql, SOURCE_VIEW, converters, settings, context, dead_letter_queue)
+            if tolerant
+            else StrictBatches(sql, SOURCE_VIEW, context.query_name)
+        )
         return start_file_sink(
             decoded,
             context,

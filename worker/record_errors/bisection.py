@@ -52,6 +52,7 @@ def isolate_failures(
     error: E | None = None,
     *,
     must_fail: bool = False,
+    limit: int | None = None,
 ) -> list[tuple[OffsetRange, E]]:
     """Every single offset of `part` whose evaluation alone fails, with its error.
 
@@ -60,7 +61,8 @@ def isolate_failures(
     right one is not evaluated whole (`must_fail`: the failure is in it), only its
     halves are, which saves one evaluation per level. A part that fails only as a whole
     (a query that is not row by row) ends with no single offset found, which the caller
-    reports rather than dropping records.
+    reports rather than dropping records. With `limit`, it stops once it found that
+    many (naming one failing record needs only one).
     """
     if error is None and (not must_fail or _single(part)):
         error = attempt(part)
@@ -71,8 +73,13 @@ def isolate_failures(
         return [(part[0], error)]
     left, right = split(part)
     left_error = attempt(left)
-    found = isolate_failures(left, attempt, left_error) if left_error is not None else []
-    return found + isolate_failures(right, attempt, must_fail=left_error is None)
+    found = (
+        isolate_failures(left, attempt, left_error, limit=limit) if left_error is not None else []
+    )
+    if limit is not None and len(found) >= limit:
+        return found
+    rest = None if limit is None else limit - len(found)
+    return found + isolate_failures(right, attempt, must_fail=left_error is None, limit=rest)
 
 
 def _single(part: Part) -> bool:

@@ -61,7 +61,7 @@ from worker.record_errors.failed_records import (
     log_line,
 )
 from worker.record_errors.settings import ErrorHandlingSettings
-from worker.sql_policy import QUERY_SESSION_CONF, checked_query
+from worker.sql_policy import QUERY_SESSION_CONF
 from worker.task_errors import BatchErrors, write_batch_errors
 
 if TYPE_CHECKING:
@@ -83,6 +83,25 @@ def is_record_error(error: BaseException) -> bool:
     return state.startswith(RECORD_ERROR_STATES)
 
 
+def batch_query(sql: str, view: str, rows: DataFrame) -> DataFrame:
+    """`sql` over `rows` as `view`, in the session of `rows`. Not checked again: the task
+    checked the query (`sql_policy.checked_query`) against the streaming view when it
+    started, and every batch's rows (or a part of them) have that view's schema, so the
+    same text makes the same plan over them; checking it per batch, and per bisection
+    step, would cost py4j walks of the plan each time."""
+    rows.createOrReplaceTempView(view)
+    return rows.sparkSession.sql(sql)
+
+
+def use_query_settings(batch: DataFrame) -> SparkSession:
+    """The batch's own session (a clone of the task's query session, where `source` is
+    this task's view), set as every session that runs a connector's SQL is."""
+    session = batch.sparkSession
+    for key, value in QUERY_SESSION_CONF.items():
+        session.conf.set(key, value)
+    return session
+
+
 def _jvm_class(error: PySparkException) -> str:
     origin = getattr(error, "_origin", None)
     try:
@@ -91,7 +110,7 @@ def _jvm_class(error: PySparkException) -> str:
         return type(error).__name__
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
@@ -120,14 +139,12 @@ class TolerantBatches:
     def __call__(
         self, batch: DataFrame, batch_id: int, commit: Callable[[DataFrame], None]
     ) -> None:
-        session = batch.sparkSession
-        for key, value in QUERY_SESSION_CONF.items():
-            session.conf.set(key, value)
+        session = use_query_settings(batch)
         batch.persist()
         try:
             good = batch.where(batch[ERROR_COLUMN].isNull()).select(*KAFKA_COLUMNS)
             failed = [self._conversion_failure(row) for row in _failed_conversions(batch)]
-            output = checked_query(session, self._sql, {self._view: good})
+            output = batch_query(self._sql, self._view, good)
             error = _attempt(output)
             if error is not None:
                 found = self._transform_failures(batch, good, error)
@@ -135,7 +152,7 @@ class TolerantBatches:
                 where = [(r.topic, r.partition, r.offset) for r in found]
                 kept = good.join(_identities(session, where), list(IDENTITY), "left_anti")
                 view = kept.select(*KAFKA_COLUMNS)
-                output = checked_query(session, self._sql, {self._view: view})
+                output = batch_query(self._sql, self._view, view)
             self._handle(batch_id, failed)
             commit(output)
         finally:
@@ -156,39 +173,9 @@ class TolerantBatches:
     def _transform_failures(
         self, batch: DataFrame, good: DataFrame, error: PySparkException
     ) -> list[FailedRecord]:
-        """The records `transform.sql` fails on, found by bisection over offset ranges."""
-        from pyspark.sql import functions as f
-
+        """The records `transform.sql` fails on, each with its own error."""
         session = batch.sparkSession
-        ranges = good.groupBy("topic", "partition").agg(
-            f.min("offset").alias("first"), f.max("offset").alias("last")
-        )
-        part = whole_batch(
-            [
-                OffsetRange(r["topic"], r["partition"], r["first"], r["last"] + 1)
-                for r in ranges.collect()
-            ]
-        )
-
-        def attempt(candidate: Part) -> PySparkException | None:
-            # The query was checked over the whole batch's view; a subset of it has the
-            # same schema, so the same text makes the same plan above a filter: it is run
-            # without the (py4j-heavy) check, which would cost more than the job.
-            good.where(_within(candidate)).createOrReplaceTempView(self._view)
-            return _attempt(session.sql(self._sql))
-
-        started = time.monotonic()
-        found = isolate_failures(part, attempt, error)
-        if not found:
-            raise error
-        log.info(
-            "%s: transform.sql failed on %d records of a batch of %d offsets, found by "
-            "bisection in %.1f s",
-            self._context.query_name,
-            len(found),
-            sum(r.size for r in part),
-            time.monotonic() - started,
-        )
+        found = locate_failures(good, self._sql, self._view, error, self._context.query_name)
         errors = {(r.topic, r.partition, r.start): e for r, e in found}
         rows = batch.join(_identities(session, list(errors)), list(IDENTITY), "left_semi")
         return [
@@ -197,7 +184,7 @@ class TolerantBatches:
                 "TRANSFORMATION",
                 TRANSFORM_CLASS,
                 _jvm_class(error),
-                _first_line(error),
+                first_line(error),
                 getattr(error, "_stackTrace", None) or None,
             )
             for row in rows.collect()
@@ -243,6 +230,47 @@ class TolerantBatches:
                     last_error_timestamp_ms=int(self._clock() * 1000),
                 ),
             )
+
+
+def locate_failures(
+    good: DataFrame,
+    sql: str,
+    view: str,
+    error: PySparkException,
+    task: str,
+    limit: int | None = None,
+) -> list[tuple[OffsetRange, PySparkException]]:
+    """The single records of `good` (cached, the batch's convertible records) that `sql`
+    over them as `view` fails on, found by bisection over offset ranges (`bisection`);
+    `error` is the failure of the whole, raised again when no single record causes it."""
+    from pyspark.sql import functions as f
+
+    ranges = good.groupBy("topic", "partition").agg(
+        f.min("offset").alias("first"), f.max("offset").alias("last")
+    )
+    part = whole_batch(
+        [
+            OffsetRange(r["topic"], r["partition"], r["first"], r["last"] + 1)
+            for r in ranges.collect()
+        ]
+    )
+
+    def attempt(candidate: Part) -> PySparkException | None:
+        return _attempt(batch_query(sql, view, good.where(_within(candidate))))
+
+    started = time.monotonic()
+    found = isolate_failures(part, attempt, error, limit=limit)
+    if not found:
+        raise error
+    log.info(
+        "%s: transform.sql failed on %d records of a batch of %d offsets, found by "
+        "bisection in %.1f s",
+        task,
+        len(found),
+        sum(r.size for r in part),
+        time.monotonic() - started,
+    )
+    return found
 
 
 def _attempt(query: DataFrame) -> PySparkException | None:

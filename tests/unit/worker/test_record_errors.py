@@ -226,3 +226,12 @@ def test_a_publish_that_keeps_failing_fails_with_its_counts(tmp_path: Path) -> N
         queue.publish(0, [FAILED])
     assert (failed.value.counts.requests, failed.value.counts.failures) == (1, 1)
     assert queue.naps == []
+
+
+def test_a_limit_stops_at_the_first_failures_found() -> None:
+    """`errors.tolerance=none` needs one failing record to name, not all of them."""
+    calls: list[Part] = []
+    bad = {(0, n) for n in range(0, 200, 3)}
+    found = isolate_failures((OffsetRange("t", 0, 0, 200),), _evaluator(bad, calls), limit=1)
+    assert [(r.partition, r.start) for r, _ in found] == [(0, 0)]
+    assert len(calls) <= 2 * 8 + 1
