@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 import uvicorn
 
@@ -44,6 +44,13 @@ from worker.spark_session import SparkSessionProvider
 from worker.spark_task_runtime import SparkTaskRuntime
 
 log = logging.getLogger(__name__)
+
+REST_KEEP_ALIVE_S: Final = 75
+"""How long the REST server keeps an idle connection open: longer than the clients and
+proxies in front of it keep theirs (httpx 5 s, load balancers 60 s), so a client never
+sends a request on a connection the server is closing at that instant. Uvicorn's 5 s
+default equalled httpx's, and a client's POST met "Server disconnected without sending
+a response" in a CI run."""
 
 
 class ListenError(OSError):
@@ -171,6 +178,7 @@ class WorkerService:
                 app,
                 log_level="warning",
                 lifespan="off",
+                timeout_keep_alive=REST_KEEP_ALIVE_S,
                 ssl_certfile=self._rest_security.certfile,
                 ssl_keyfile=self._rest_security.keyfile,
             )

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sparkherd.service import REST_KEEP_ALIVE_S
 from tests.support.file_sink import committed_column, committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
@@ -106,6 +107,19 @@ def test_rest_answers_like_kafka_connect(worker: WorkerProcess, tmp_path: Path) 
     traversal = httpx.get(f"{url}/connectors/..%2Fetc", timeout=5)
     assert traversal.status_code in (400, 404)
     assert httpx.get(f"{url}/connectors", timeout=5).json() == []
+
+
+def test_an_idle_connection_outlives_the_clients_keep_alive(worker: WorkerProcess) -> None:
+    """A client keeps an idle connection 5 s (httpx) to 60 s (load balancers); a server
+    that closed it first raced the client's next request on it (a CI run's POST got
+    "Server disconnected without sending a response")."""
+    with httpx.Client(timeout=5, limits=httpx.Limits(keepalive_expiry=REST_KEEP_ALIVE_S)) as client:
+        first = client.get(f"{worker.url}/connectors")
+        # Part of the scenario, not a wait: longer than uvicorn's default keep-alive.
+        time.sleep(6)
+        again = client.get(f"{worker.url}/connectors")
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert first.extensions["network_stream"] is again.extensions["network_stream"]
 
 
 def test_generator_runs_and_delete_stops_it(worker: WorkerProcess, tmp_path: Path) -> None:
