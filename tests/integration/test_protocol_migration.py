@@ -38,6 +38,10 @@ def test_rolling_upgrade_from_eager_to_cooperative_and_back(
         assert "cannot announce a departure" in refused.json()["message"]
 
         for index in reversed(range(2)):
+            # At rest, not merely converged: a worker that read alpha's task configs only
+            # after it joined rejoins at once, and an eager rejoin first stops every task;
+            # stopped in that second, a worker has nothing to hand off and says nothing.
+            cluster.wait_at_rest(4)
             assert cluster.workers[index].stop() == 0
             assert "without a hand-off" in cluster.workers[index].log_text(), (
                 "an eager group cannot hand work over: the worker waited for it anyway"
