@@ -23,6 +23,12 @@ from protocol.messages import ConnectorTaskId
 
 LogFormat = Literal["text", "json"]
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+PY4J_CALLBACKS = "py4j.clientserver"
+"""Logs, as an ERROR with the whole trace, every exception a Python callback of Spark's
+raises: each batch a file-writing task's `foreachBatch` hands over (its stop interrupts
+one in flight every time). The exception fails the query all the same, and the runtime
+reports that failure once, in the task's trace, with secrets masked, which this line
+would not be."""
 
 _working_on: ContextVar[str | ConnectorTaskId | None] = ContextVar("working_on", default=None)
 
@@ -109,4 +115,11 @@ def configure_logging(log_format: LogFormat = "text") -> None:
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter(TEXT_FORMAT))
     handler.addFilter(RepeatFilter())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    quiet_libraries()
+
+
+def quiet_libraries() -> None:
+    """The libraries' routine lines off: what a worker's log says is its own."""
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    logging.getLogger(PY4J_CALLBACKS).setLevel(logging.CRITICAL)

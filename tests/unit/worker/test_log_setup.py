@@ -4,7 +4,15 @@ import json
 import logging
 
 from protocol.messages import ConnectorTaskId
-from worker.log_setup import TEXT_FORMAT, JsonFormatter, RepeatFilter, TextFormatter, working_on
+from worker.log_setup import (
+    PY4J_CALLBACKS,
+    TEXT_FORMAT,
+    JsonFormatter,
+    RepeatFilter,
+    TextFormatter,
+    quiet_libraries,
+    working_on,
+)
 from worker.spark_session import with_quiet_spark_log
 
 
@@ -60,3 +68,10 @@ def test_the_quiet_spark_log_is_used_unless_one_is_given() -> None:
     assert options.endswith("spark_log4j2_json.properties")
     own = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/mine.properties"}
     assert with_quiet_spark_log(own) == own
+
+
+def test_spark_callbacks_do_not_log_the_traces_the_runtime_reports_itself() -> None:
+    quiet_libraries()
+    assert not logging.getLogger(PY4J_CALLBACKS).isEnabledFor(logging.ERROR)
+    assert not logging.getLogger("py4j.java_gateway").isEnabledFor(logging.INFO)
+    assert logging.getLogger("py4j.java_gateway").isEnabledFor(logging.WARNING)
