@@ -70,7 +70,14 @@ def test_worker_without_coordinator_stops_its_tasks_before_the_session_expires(
             worker.kill()
 
 
-ZOMBIE_STOPPED = ("was fenced", "ConcurrentModificationException", "lost group membership")
+ZOMBIE_STOPPED = (
+    "was fenced",
+    "ConcurrentModificationException",
+    "lost group membership",
+    "another worker has claimed",
+)
+"""How a thawed zombie says it stopped its query: fenced by its monitor or Spark, stopped
+with all its work, or given up before its next JoinGroup (`LocalWork.give_up_lost`)."""
 
 
 def test_a_frozen_worker_resumes_as_a_zombie_and_is_fenced(
