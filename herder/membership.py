@@ -264,8 +264,8 @@ class GroupMember:
         )
         await probe.start()
         try:
-            first = await probe.join(_subscribing(b"before"), _assign_a_token)
-            second = await probe.join(_subscribing(b"after"), _assign_a_token)
+            first = await probe.join(subscribing(b"before"), _assign_a_token)
+            second = await probe.join(subscribing(b"after"), _assign_a_token)
             await probe.leave()
         finally:
             await probe.close()
@@ -507,7 +507,9 @@ class GroupMember:
         return response
 
 
-def _subscribing(metadata: bytes) -> Subscribe:
+def subscribing(metadata: bytes) -> Subscribe:
+    """A subscription that never changes: a member whose metadata is fixed."""
+
     async def subscribe() -> bytes:
         return metadata
 

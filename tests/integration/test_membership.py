@@ -14,7 +14,7 @@ from herder.membership import (
     GroupMember,
     HeartbeatOutcome,
     JoinedMembers,
-    Subscribe,
+    subscribing,
 )
 from protocol import PROTOCOL_NAME
 from tests.support.polling import wait_until_async
@@ -40,13 +40,6 @@ def member(broker: EmbeddedBroker, group: str) -> GroupMember:
     )
 
 
-def sending(metadata: bytes) -> Subscribe:
-    async def subscribe() -> bytes:
-        return metadata
-
-    return subscribe
-
-
 async def echo_leader(members: JoinedMembers) -> Mapping[str, bytes]:
     """Tell every member which metadata the leader saw from whom."""
     seen = b",".join(sorted(members.metadata.values()))
@@ -60,12 +53,12 @@ async def in_a_generation_of_both(member: GroupMember, metadata: bytes) -> Gener
     `group.initial.rebalance.delay.ms=0` the first member can complete a generation alone
     before the second's JoinGroup arrives (a CI run saw generations 1 and 2); the second's
     join then starts another, which the first hears of from its heartbeat."""
-    joined = await member.join(sending(metadata), echo_leader)
+    joined = await member.join(subscribing(metadata), echo_leader)
     while joined.assignment != b"first,second":
         if await member.heartbeat() is HeartbeatOutcome.OK:
             await asyncio.sleep(0.1)
         else:
-            joined = await member.join(sending(metadata), echo_leader)
+            joined = await member.join(subscribing(metadata), echo_leader)
     return joined
 
 
@@ -93,7 +86,7 @@ async def test_two_members_share_a_generation_and_rebalance_on_leave(
         outcomes = [await first.heartbeat() for _ in range(3)]
         assert HeartbeatOutcome.REJOIN in outcomes
 
-        alone = await first.join(sending(b"first-again"), echo_leader)
+        alone = await first.join(subscribing(b"first-again"), echo_leader)
         assert alone.is_leader
         assert alone.generation > one.generation
         assert alone.assignment == b"first-again"
@@ -114,10 +107,11 @@ async def test_a_leader_leaving_during_a_rebalance_does_not_strand_the_group(
     await second.start()
     try:
         one, _ = await asyncio.gather(
-            first.join(sending(b"first"), echo_leader), second.join(sending(b"second"), echo_leader)
+            first.join(subscribing(b"first"), echo_leader),
+            second.join(subscribing(b"second"), echo_leader),
         )
         leader, follower = (first, second) if one.is_leader else (second, first)
-        rejoin = asyncio.create_task(follower.join(sending(b"follower-again"), echo_leader))
+        rejoin = asyncio.create_task(follower.join(subscribing(b"follower-again"), echo_leader))
         await wait_until_async(
             leader.heartbeat,
             30,
@@ -156,7 +150,7 @@ async def test_the_first_group_on_a_new_kafka_cluster_waits_for_its_coordinator(
         lonely = member(fresh, "first-group")
         await lonely.start()
         try:
-            joined = await lonely.join(sending(b"only"), echo_leader)
+            joined = await lonely.join(subscribing(b"only"), echo_leader)
             assert joined.is_leader
             assert joined.assignment == b"only"
         finally:
