@@ -39,7 +39,14 @@ from worker.config import WorkerConfig
 from worker.config_providers import ConfigProviders
 from worker.connector_configs import RegistryPlugins
 from worker.connectors import default_registry
-from worker.spark_packages import SPARK_AVRO, SPARK_KAFKA, spark_package_jars
+from worker.spark_packages import (
+    DELTA,
+    ICEBERG,
+    POSTGRESQL_DRIVER,
+    SPARK_AVRO,
+    SPARK_KAFKA,
+    spark_package_jars,
+)
 from worker.spark_session import SparkSessionProvider
 from worker.spark_task_runtime import SparkTaskRuntime
 
@@ -98,6 +105,9 @@ def _spark_packages(config: WorkerConfig) -> Callable[[], list[Path]] | None:
         for package, wanted in (
             (SPARK_KAFKA, config.kafka_jvm_connector),
             (SPARK_AVRO, config.avro_jvm_connector),
+            (DELTA, config.delta_jvm_connector),
+            (ICEBERG, config.iceberg_jvm_connector),
+            (POSTGRESQL_DRIVER, config.postgresql_jvm_driver),
         )
         if wanted == "maven"
     ]

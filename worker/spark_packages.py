@@ -1,5 +1,7 @@
-"""Spark's own JVM packages that pip does not install, fetched for the installed PySpark:
-the Kafka connector (`spark-sql-kafka-0-10`) and Avro support (`spark-avro`).
+"""The JVM packages Spark's tasks need that pip does not install: Spark's own Kafka
+connector (`spark-sql-kafka-0-10`) and Avro support (`spark-avro`), for the installed
+PySpark; Delta Lake's jars, for the installed `delta-spark`; Apache Iceberg's Spark
+runtime and PostgreSQL's JDBC driver, at versions pinned here.
 
 Spark's own `spark.jars.packages` needs Ivy settings that point at a reachable
 repository; Maven already has them. So the worker asks Maven (`maven_jars`) for each
@@ -9,9 +11,10 @@ machine without Maven or Maven Central still works, its tasks then read Kafka th
 the Python source (`kafka.client=auto`) and refuse the avro converter with a message
 naming the package.
 
-A package is looked for at the exact Spark version first, then at the first release of
-the same minor line (`4.0.1` -> `4.0.0`): the API is stable within a minor line, and not
-every patch release is on every mirror.
+One of Spark's packages is looked for at the exact Spark version first, then at the
+first release of the same minor line (`4.0.1` -> `4.0.0`): the API is stable within a
+minor line, and not every patch release is on every mirror. Delta's jars must be those of
+the Python package (`delta-spark`), whose release line follows Spark's.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Final
 
@@ -42,24 +46,41 @@ a version has a dot and may have a qualifier (`1.5.6-10`)."""
 
 @dataclass(frozen=True)
 class SparkPackage:
-    """One of Spark's Maven artifacts; `name` (with the version) names its cache."""
+    """A Maven artifact for Spark's classpath; `name` (with the version) names its cache.
+    Without `versions` it is one of Spark's own, at the installed Spark's version."""
 
     name: str
     artifact: str
+    group: str = "org.apache.spark"
+    versions: tuple[str, ...] = ()
+
+
+def _delta_versions() -> tuple[str, ...]:
+    try:
+        return (metadata.version("delta-spark"),)
+    except metadata.PackageNotFoundError:
+        return ()
 
 
 SPARK_KAFKA: Final = SparkPackage("spark-sql-kafka", "spark-sql-kafka-0-10_2.13")
 SPARK_AVRO: Final = SparkPackage("spark-avro", "spark-avro_2.13")
+DELTA: Final = SparkPackage("delta-spark", "delta-spark_2.13", "io.delta", _delta_versions())
+ICEBERG: Final = SparkPackage(
+    "iceberg-spark-runtime", "iceberg-spark-runtime-4.0_2.13", "org.apache.iceberg", ("1.10.1",)
+)
+POSTGRESQL_DRIVER: Final = SparkPackage(
+    "postgresql-jdbc", "postgresql", "org.postgresql", ("42.7.14",)
+)
 
 
 def package_bundles(package: SparkPackage, spark_version: str) -> list[JarBundle]:
     """The candidate bundles, best first."""
     major, minor, *_ = spark_version.split(".")
-    versions = dict.fromkeys([spark_version, f"{major}.{minor}.0"])
+    versions = package.versions or tuple(dict.fromkeys([spark_version, f"{major}.{minor}.0"]))
     return [
         JarBundle(
             f"{package.name}-{version}",
-            (f"org.apache.spark:{package.artifact}:{version}",),
+            (f"{package.group}:{package.artifact}:{version}",),
             # Spark ships Hadoop's client; its 60 MB would be left out of spark.jars anyway.
             exclusions=("org.apache.hadoop:*",),
         )
@@ -94,6 +115,8 @@ def spark_package_jars(packages: Sequence[SparkPackage], environ: Mapping[str, s
 def _package_jars(package: SparkPackage, environ: Mapping[str, str]) -> list[Path]:
     cache = cache_root(environ)
     bundles = package_bundles(package, pyspark.__version__)
+    if not bundles:
+        raise JarResolutionError(f"{package.name}: its Python package is not installed")
     shipped = Path(pyspark.__file__).parent / "jars"
     for bundle in bundles:
         if (jars := cached_jars(bundle, cache)) is not None:

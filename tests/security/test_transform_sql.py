@@ -10,7 +10,8 @@ from aiokafka import TopicPartition
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
-from worker.connectors.kafka_to_files import ASSIGN_KEY, KafkaToFilesTask
+from worker.connectors.kafka_sink import ASSIGN_KEY
+from worker.connectors.kafka_to_files import KafkaToFilesTask
 from worker.kafka.source import SCHEMA, format_assignment
 from worker.plugins import TaskContext
 from worker.spark_session import SparkSessionProvider

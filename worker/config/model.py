@@ -217,6 +217,21 @@ class WorkerConfig(BaseModel):
         alias="avro.jvm.connector",
         description="'maven' (Spark's Avro support from Maven Central) or 'none'",
     )
+    delta_jvm_connector: Literal["maven", "none"] = Field(
+        "maven",
+        alias="delta.jvm.connector",
+        description="'maven' (Delta Lake's jars from Maven Central) or 'none'",
+    )
+    iceberg_jvm_connector: Literal["maven", "none"] = Field(
+        "maven",
+        alias="iceberg.jvm.connector",
+        description="'maven' (Apache Iceberg's Spark runtime from Maven Central) or 'none'",
+    )
+    postgresql_jvm_driver: Literal["maven", "none"] = Field(
+        "maven",
+        alias="postgresql.jvm.driver",
+        description="'maven' (PostgreSQL's JDBC driver from Maven Central) or 'none'",
+    )
     spark_conf: dict[str, str] = Field(
         default_factory=lambda: {"spark.master": DEFAULT_SPARK_MASTER}
     )

@@ -10,14 +10,13 @@ from aiokafka import TopicPartition
 
 from worker.checkpoint_layout import checkpoint_dir_for
 from worker.checkpoint_offsets import alter_offsets
-from worker.connectors.kafka_to_files import (
-    KafkaToFilesSettings,
+from worker.connectors.kafka_sink import (
     PartitionMovedError,
     check_not_read_elsewhere,
     default_transform,
-    settings_of,
     split_partitions,
 )
+from worker.connectors.kafka_to_files import KafkaToFilesSettings, settings_of
 from worker.kafka.source import format_assignment, parse_assignment
 from worker.plugins import ConnectorConfigError, TaskContext, parse_config
 

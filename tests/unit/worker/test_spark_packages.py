@@ -49,3 +49,14 @@ def test_only_artifacts_spark_does_not_ship_are_added(tmp_path: Path) -> None:
         "spark-sql-kafka-0-10_2.13-4.0.0.jar",
         "commons-pool2-2.12.0.jar",
     ]
+
+
+def test_delta_follows_the_installed_python_package_and_iceberg_its_pin() -> None:
+    from importlib.metadata import version
+
+    from worker.spark_packages import DELTA, ICEBERG
+
+    (delta,) = package_bundles(DELTA, "4.0.1")
+    assert delta.coordinates == (f"io.delta:delta-spark_2.13:{version('delta-spark')}",)
+    (iceberg,) = package_bundles(ICEBERG, "4.0.1")
+    assert iceberg.coordinates[0].startswith("org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:")

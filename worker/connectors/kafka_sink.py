@@ -1,0 +1,292 @@
+"""What every connector that reads Kafka into a sink shares: `topics`, `kafka.*`,
+`transform.sql` and Connect's converter and `errors.*` keys, the split of partitions into
+tasks, and each task's records, converted and ready for its sink's commits.
+
+Exactly once comes from Spark: the offsets of a batch are in the task's checkpoint before
+the batch runs, a batch that has to run again (after a crash, on another worker) reads
+the same offsets, and the sink commits each batch id once. Kafka's consumer groups are
+not used at all.
+
+Keys and values go through Connect's converters (`worker.converters`), bytes by default
+(what Spark's Kafka source gives); `transform.sql` sees them converted in `source`, run
+per batch in `foreachBatch` (`worker.record_errors`). A record that cannot be converted,
+or that `transform.sql` fails on, fails the task naming the record (Connect's
+`errors.tolerance=none`, the default: `strict_batches`). With `errors.tolerance=all` it
+is taken out of its batch, sent to the dead letter queue if one is named, and counted,
+and the rest of the batch is committed (`tolerant_batches`, which also says why both
+outputs get each record once).
+
+A partition's position therefore lives in the checkpoint of the task that read it, so
+the split must not move a partition that a task has read to another task: partitions
+are split by a rule that keeps every existing partition where it is when partitions are
+added, and a task that is given a partition another task's checkpoint holds refuses to
+start (changing `tasks.max` does that) instead of reading it twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
+
+from aiokafka import TopicPartition
+from pydantic import BaseModel, Field, field_validator
+
+from worker.checkpoint_offsets import committed_offsets
+from worker.connectors.claimed_batches import BatchStep
+from worker.converters.payload_types import SAMPLE_RECORDS, declared_type, task_payload_type
+from worker.converters.records import (
+    PayloadTypes,
+    decode_records,
+    failing_on_errors,
+    first_records,
+    view_schema,
+)
+from worker.converters.spec import DecodingSettings, RecordConverters, parse_with_converters
+from worker.kafka.connection import KafkaConnectionSettings
+from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
+from worker.kafka.spark_io import KafkaClientChoice, read_kafka
+from worker.plugins import (
+    JAVA_INT_MAX,
+    ConfigProblem,
+    Connector,
+    ConnectorConfigError,
+    NonEmptyStr,
+    TaskContext,
+)
+from worker.record_errors.dead_letter_queue import DeadLetterQueue
+from worker.record_errors.settings import ErrorHandlingSettings, error_handling_problems
+from worker.record_errors.strict_batches import StrictBatches
+from worker.record_errors.tolerant_batches import TolerantBatches
+from worker.sql_policy import (
+    QueryNotAllowed,
+    analyze_query,
+    check_query,
+    checked_query,
+    query_session,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ASSIGN_KEY: Final = "kafka.assign"
+TRANSFORM_KEY: Final = "transform.sql"
+SOURCE_VIEW: Final = "source"
+CONVERTER_DEFAULTS: Final = {"key.converter": "bytes", "value.converter": "bytes"}
+"""Spark's Kafka columns as they are: what these connectors read before converters."""
+
+
+def default_transform(converters: RecordConverters) -> str:
+    """Without `transform.sql`: key and value as strings when they are bytes (as before
+    converters), as converted otherwise, with topic, partition, offset and timestamp."""
+    key, value = (
+        f"CAST({spec.side} AS STRING) AS {spec.side}" if spec.kind == "bytes" else spec.side
+        for spec in converters
+    )
+    return f"SELECT {key}, {value}, topic, partition, offset, timestamp FROM source"
+
+
+class KafkaSinkSettings(KafkaConnectionSettings, DecodingSettings, ErrorHandlingSettings):
+    topics: tuple[str, ...] = Field(alias="topics")
+    transform_sql: NonEmptyStr | None = Field(
+        default=None,
+        alias=TRANSFORM_KEY,
+        description="One query over the view `source` (Spark's Kafka schema, key and value "
+        "converted): built-in functions only, no commands, no other tables or files",
+    )
+    starting_offsets: Literal["earliest", "latest"] = Field(
+        default="earliest", alias="starting.offsets"
+    )
+    kafka_client: KafkaClientChoice = Field(default="auto", alias="kafka.client")
+    trigger_interval_ms: int = Field(
+        default=1000, alias="trigger.interval.ms", ge=100, le=JAVA_INT_MAX
+    )
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _split_topics(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        topics = tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
+        if not topics:
+            raise ValueError("name at least one topic")
+        return topics
+
+
+def split_partitions(
+    partitions: Mapping[str, list[int]], topics: tuple[str, ...], max_tasks: int
+) -> list[list[TopicPartition]]:
+    """Partition `p` of the `j`-th topic goes to task `(j + p) % max_tasks`: adding
+    partitions or appending topics never moves a partition already assigned. Tasks left
+    without partitions are not created."""
+    tasks: list[list[TopicPartition]] = [[] for _ in range(max_tasks)]
+    for j, topic in enumerate(topics):
+        for p in partitions[topic]:
+            tasks[(j + p) % max_tasks].append(TopicPartition(topic, p))
+    return [assigned for assigned in tasks if assigned]
+
+
+class PartitionMovedError(RuntimeError):
+    """A partition given to this task was read by another task of the same connector."""
+
+
+def check_not_read_elsewhere(context: TaskContext, assigned: list[TopicPartition]) -> None:
+    mine = {(tp.topic, str(tp.partition)) for tp in assigned}
+    for task, checkpoint in context.connector_checkpoints().items():
+        if task == context.task:
+            continue
+        for source in committed_offsets(checkpoint, task):
+            held = {
+                (topic, partition)
+                for topic, positions in source.offset.items()
+                for partition in positions
+            }
+            moved = sorted(mine & held)
+            if moved:
+                names = ", ".join(f"{topic}:{partition}" for topic, partition in moved)
+                raise PartitionMovedError(
+                    f"Partitions {names} were read by task {task} of connector "
+                    f"{context.connector}, whose checkpoint holds their position; reading "
+                    "them here would duplicate or skip records. The split changed (did "
+                    "tasks.max change?): restore it, or stop the connector, reset its "
+                    "offsets and write to a new output"
+                )
+
+
+S = TypeVar("S", bound=KafkaSinkSettings)
+
+
+def sink_settings(model: type[S], config: Mapping[str, str]) -> tuple[S, RecordConverters]:
+    """The settings and converters, with every problem of either and of the error
+    handling keys (`worker.record_errors.settings`) in one error."""
+    topics = [t.strip() for t in config.get("topics", "").split(",")]
+    problems = error_handling_problems(config, topics)
+    try:
+        parsed = parse_with_converters(model, config, CONVERTER_DEFAULTS, "read")
+    except ConnectorConfigError as exc:
+        raise ConnectorConfigError([*exc.problems, *problems]) from None
+    if problems:
+        raise ConnectorConfigError(problems)
+    return parsed
+
+
+@dataclass(frozen=True)
+class SinkRecords:
+    """A task's records and what each batch goes through before its sink commits it."""
+
+    rows: DataFrame
+    """The converted records (the `source` view's rows), streaming."""
+    step: BatchStep
+    """`transform.sql` per batch, strictly or tolerating errors; calls the commit."""
+
+
+def sink_records(
+    spark: SparkSession,
+    context: TaskContext,
+    settings: KafkaSinkSettings,
+    converters: RecordConverters,
+) -> SinkRecords:
+    """In a session of its own, so `transform.sql`'s view named `source` is this task's
+    and no other's (sessions share the SparkContext, not temporary views); the query is
+    checked again, as admission did, against the real view. A sink may set what it needs
+    in `rows.sparkSession` (its catalog), which is this task's alone."""
+    assigned = parse_assignment(context.task_config[ASSIGN_KEY])
+    check_not_read_elsewhere(context, assigned)
+    session = query_session(spark)
+    dead_letter_queue = DeadLetterQueue.open(settings.connection, settings, context)
+    records = read_kafka(
+        session,
+        settings.connection,
+        assigned,
+        settings.starting_offsets,
+        settings.kafka_client,
+        headers=dead_letter_queue is not None,
+    )
+    key, value = (
+        task_payload_type(
+            spec,
+            session,
+            context.checkpoint_dir,
+            partial(first_records, settings.connection, assigned, spec.side, SAMPLE_RECORDS),
+        )
+        for spec in converters
+    )
+    decoded = decode_records(records, converters, PayloadTypes(key, value))
+    sql = settings.transform_sql or default_transform(converters)
+    # The query is checked against the streaming view, and refused where a streaming
+    # query would refuse it (an aggregation without a watermark): each batch then runs
+    # it over the batch's records, so that a failure can be traced to its record.
+    rows = checked_query(session, sql, {SOURCE_VIEW: failing_on_errors(decoded)})
+    refuse_unsupported_streaming(rows)
+    step: BatchStep = (
+        TolerantBatches(sql, SOURCE_VIEW, converters, settings, context, dead_letter_queue)
+        if settings.errors_tolerance == "all"
+        else StrictBatches(sql, SOURCE_VIEW, context.query_name)
+    )
+    return SinkRecords(decoded, step)
+
+
+class KafkaSinkConnector(Connector):
+    """A connector from Kafka topics into a sink: validation, `transform.sql`'s checks
+    and the split of partitions; a subclass names its settings and makes its tasks."""
+
+    config_model: ClassVar[type[KafkaSinkSettings]]
+    connector_type = "sink"
+    task_configs_refresh_ms = 30_000
+    """New partitions are picked up within this long; existing ones never move."""
+
+    def settings(self, config: Mapping[str, str]) -> tuple[KafkaSinkSettings, RecordConverters]:
+        return sink_settings(self.config_model, config)
+
+    def validate(self, config: Mapping[str, str]) -> BaseModel:
+        return self.settings(config)[0]
+
+    def validate_with_spark(self, config: Mapping[str, str], spark: SparkSession) -> None:
+        """`transform.sql` is a query over `source`, never a program: checked before it is
+        stored, and again by the task before it runs. It is analysed against the
+        converted key and value where the config says their types; a json payload whose
+        type comes from the data is known only when the task starts, and the query is
+        only parsed here."""
+        settings, converters = self.settings(config)
+        key, value = (declared_type(spec, spark) for spec in converters)
+        types = PayloadTypes(key, value)
+        sql = settings.transform_sql or default_transform(converters)
+        try:
+            if types.known:
+                analyze_query(spark, sql, {SOURCE_VIEW: _ddl(spark, types)})
+            else:
+                check_query(spark, sql, [SOURCE_VIEW])
+        except QueryNotAllowed as exc:
+            raise ConnectorConfigError([ConfigProblem(TRANSFORM_KEY, str(exc))]) from None
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        settings, _ = self.settings(config)
+        with settings.connection.open(f"sparkherd-{self.name}") as kafka:
+            partitions = {topic: kafka.partitions(topic) for topic in settings.topics}
+        return [
+            {**config, ASSIGN_KEY: format_assignment(assigned)}
+            for assigned in split_partitions(partitions, settings.topics, max_tasks)
+        ]
+
+
+def refuse_unsupported_streaming(rows: DataFrame) -> None:
+    """Spark's own check of what a streaming query may do in append mode, which a query
+    run per batch inside `foreachBatch` would otherwise skip."""
+    jvm: Any = rows.sparkSession._jvm
+    plan = rows._jdf.queryExecution().analyzed()
+    append = jvm.org.apache.spark.sql.streaming.OutputMode.Append()
+    jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker.checkForStreaming(
+        plan, append
+    )
+
+
+def _ddl(spark: SparkSession, types: PayloadTypes) -> str:
+    """The `source` view's schema as DDL: Spark's Kafka schema, key and value converted."""
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    kafka: StructType = _parse_datatype_string(SCHEMA)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    view = jvm.org.apache.spark.sql.types.DataType.fromJson(view_schema(kafka, types).json())
+    return str(view.toDDL())
