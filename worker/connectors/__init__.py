@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from worker.connectors.files_to_kafka import FilesToKafkaConnector
 from worker.connectors.generator import GeneratorConnector
+from worker.connectors.kafka_to_delta import KafkaToDeltaConnector
 from worker.connectors.kafka_to_files import KafkaToFilesConnector
 from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector
@@ -11,6 +12,7 @@ from worker.plugins import Connector
 BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (
     FilesToKafkaConnector,
     GeneratorConnector,
+    KafkaToDeltaConnector,
     KafkaToFilesConnector,
 )
 
