@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -87,6 +87,8 @@ class ConnectWorker(ServiceProcess):
     """Worker properties over the defaults of `properties()`."""
     rest_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    jvm_options: Sequence[str] = JVM_OPTIONS
+    """A bench comparing throughput gives the JVM the heap the other system gets."""
 
     @property
     def url(self) -> str:
@@ -131,7 +133,7 @@ class ConnectWorker(ServiceProcess):
         logging_config.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
         return [
             java_executable(os.environ),
-            *JVM_OPTIONS,
+            *self.jvm_options,
             f"-Dlog4j2.configurationFile={logging_config}",
             "-cp",
             classpath(connect_jars()),
@@ -173,6 +175,7 @@ class ConnectWorker(ServiceProcess):
             self.log_dir,
             dict(self.settings),
             self.rest_port,
+            jvm_options=self.jvm_options,
         )
 
 
