@@ -1,0 +1,206 @@
+"""kafka-to-iceberg without Spark: its keys, the catalog settings they make, the
+partition fields, the comparison of a batch's columns with the table's, and the commit
+loop's retry and password hiding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from worker.connectors.iceberg_catalog import (
+    CatalogSettings,
+    IcebergKeyError,
+    PartitionField,
+    TableName,
+    catalog_conf,
+    catalog_name,
+    check_jdbc_uri,
+    missing_partition_columns,
+    parse_partition_by,
+    parse_table,
+)
+from worker.connectors.iceberg_schema import Column, TypeChange, compare, schema_problem
+from worker.connectors.iceberg_table import IcebergCatalogError
+from worker.connectors.kafka_to_iceberg import (
+    KafkaToIcebergConnector,
+    catalog_errors,
+    checkpoint_query_id,
+    settings_of,
+)
+from worker.plugins import HIDDEN, ConnectorConfigError, secret_keys
+
+HADOOP = {
+    "connector.class": "kafka-to-iceberg",
+    "kafka.bootstrap.servers": "127.0.0.1:9092",
+    "topics": "orders",
+    "iceberg.tables": "shop.orders",
+    "iceberg.catalog.type": "hadoop",
+    "iceberg.catalog.warehouse": "/data/lake",
+}
+JDBC = {
+    **HADOOP,
+    "iceberg.catalog.type": "jdbc",
+    "iceberg.catalog.uri": "jdbc:postgresql://127.0.0.1:5432/lake",
+    "iceberg.catalog.jdbc.user": "lake",
+    "iceberg.catalog.jdbc.password": "s3cret-pw",
+}
+
+
+def test_defaults_follow_icebergs_kafka_connect_sink() -> None:
+    settings, _ = settings_of(HADOOP)
+    rules = settings.rules("orders-lake")
+    assert rules.name == TableName(("shop",), "orders")
+    assert (rules.auto_create, rules.evolve, rules.partition_by) == (True, False, ())
+    assert rules.catalog == "sparkherd_orders_lake"
+    assert rules.qualified == "`sparkherd_orders_lake`.`shop`.`orders`"
+
+
+def test_the_warehouse_is_a_written_location_and_binds_the_checkpoint_with_the_table() -> None:
+    assert KafkaToIcebergConnector.output_path_keys == ("iceberg.catalog.warehouse",)
+    assert set(KafkaToIcebergConnector.checkpoint_keys) == {
+        "iceberg.tables",
+        "iceberg.catalog.warehouse",
+    }
+
+
+def test_the_catalog_password_is_a_secret_and_never_echoed() -> None:
+    assert secret_keys(KafkaToIcebergConnector.config_model) == {"iceberg.catalog.jdbc.password"}
+    with pytest.raises(ConnectorConfigError) as error:
+        settings_of({**JDBC, "iceberg.catalog.jdbc.password": "", "iceberg.tables": "x"})
+    assert "iceberg.tables" in str(error.value)
+    settings, _ = settings_of(JDBC)
+    assert "s3cret-pw" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({**HADOOP, "iceberg.tables": "orders"}, "iceberg.tables"),
+        ({**HADOOP, "iceberg.tables": "shop.orders,shop.refunds"}, "iceberg.tables"),
+        ({**HADOOP, "iceberg.tables": "shop.or-ders"}, "iceberg.tables"),
+        ({**HADOOP, "iceberg.catalog.type": "rest"}, "iceberg.catalog.type"),
+        ({**HADOOP, "iceberg.catalog.warehouse": " "}, "iceberg.catalog.warehouse"),
+        ({**HADOOP, "iceberg.catalog.uri": "jdbc:postgresql://h/db"}, "iceberg.catalog.uri"),
+        ({**JDBC, "iceberg.catalog.uri": ""}, "iceberg.catalog.uri"),
+        ({**JDBC, "iceberg.catalog.uri": "jdbc:h2:mem:x"}, "iceberg.catalog.uri"),
+        (
+            {**HADOOP, "iceberg.tables.default-partition-by": "days(a, b)"},
+            "iceberg.tables.default-partition-by",
+        ),
+        (
+            {**HADOOP, "iceberg.tables.auto-create-enabled": "maybe"},
+            "iceberg.tables.auto-create-enabled",
+        ),
+    ],
+)
+def test_a_bad_value_is_named_by_its_key(config: dict[str, str], key: str) -> None:
+    with pytest.raises(ConnectorConfigError) as error:
+        settings_of(config)
+    assert [p.key for p in error.value.problems] == [key]
+
+
+def test_table_names() -> None:
+    assert parse_table(" a.b.t ") == TableName(("a", "b"), "t")
+    assert str(parse_table("shop.orders")) == "shop.orders"
+    assert parse_table("shop.orders").namespace_in("c") == "`c`.`shop`"
+
+
+def test_partition_fields_take_columns_and_icebergs_transforms() -> None:
+    fields = parse_partition_by("topic, days(timestamp), bucket(16, key),TRUNCATE(4,value)")
+    assert fields == (
+        PartitionField("topic"),
+        PartitionField("timestamp", "days"),
+        PartitionField("key", "bucket", 16),
+        PartitionField("value", "truncate", 4),
+    )
+    assert [f.sql() for f in fields] == [
+        "`topic`",
+        "days(`timestamp`)",
+        "bucket(16, `key`)",
+        "truncate(4, `value`)",
+    ]
+    assert parse_partition_by(" ") == ()
+    for bad in ("bucket(key)", "days(3, ts)", "bucket(0, key)", "identity(key)", "a b"):
+        with pytest.raises(IcebergKeyError):
+            parse_partition_by(bad)
+
+
+def test_missing_partition_columns_are_named_once() -> None:
+    fields = parse_partition_by("region, days(ts), bucket(4, Region)")
+    assert missing_partition_columns(fields, ["TS", "key"]) == ["region"]
+    assert missing_partition_columns(fields, ["ts", "region"]) == []
+
+
+def test_a_jdbc_url_may_not_load_classes() -> None:
+    assert (
+        check_jdbc_uri("jdbc:postgresql://h:5/db?ssl=true") == "jdbc:postgresql://h:5/db?ssl=true"
+    )
+    with pytest.raises(IcebergKeyError, match="socketFactory".lower()):
+        check_jdbc_uri("jdbc:postgresql://h/db?ssl=true&socketFactory=x.Y")
+
+
+def test_catalog_conf_for_each_type() -> None:
+    prefix = "spark.sql.catalog.c"
+    hadoop = catalog_conf("c", CatalogSettings("hadoop", "/lake"))
+    assert hadoop == {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "hadoop",
+        f"{prefix}.warehouse": "/lake",
+        f"{prefix}.cache-enabled": "false",
+    }
+    jdbc = catalog_conf("c", CatalogSettings("jdbc", "/lake", "jdbc:postgresql://h/d", "u", "p"))
+    assert {k: jdbc[k] for k in jdbc.keys() - hadoop.keys()} == {
+        f"{prefix}.uri": "jdbc:postgresql://h/d",
+        f"{prefix}.jdbc.user": "u",
+        f"{prefix}.jdbc.password": "p",
+    }
+    assert catalog_name("a.b-c") == "sparkherd_a_b_c"
+
+
+def test_schema_comparison() -> None:
+    table = [Column("id", "bigint"), Column("name", "string"), Column("price", "decimal(10,2)")]
+    same = compare(table, [Column("ID", "int"), Column("name", "string")])
+    assert not same.changes
+    assert same.absent == (Column("price", "decimal(10,2)"),)
+    assert schema_problem(same, "s.t", evolve=False) is None
+
+    grown = compare(
+        table,
+        [
+            Column("id", "bigint"),
+            Column("price", "decimal(12,2)"),
+            Column("note", "string"),
+        ],
+    )
+    assert grown.added == (Column("note", "string"),)
+    assert grown.widened == (TypeChange("price", "decimal(10,2)", "decimal(12,2)"),)
+    problem = schema_problem(grown, "s.t", evolve=False)
+    assert problem is not None
+    assert "note string" in problem and "price" in problem
+    assert "iceberg.tables.evolve-schema-enabled=true" in problem
+    assert schema_problem(grown, "s.t", evolve=True) is None
+
+    changed = compare(table, [Column("name", "int")])
+    assert changed.incompatible == (TypeChange("name", "string", "int"),)
+    for evolve in (False, True):
+        problem = schema_problem(changed, "s.t", evolve)
+        assert problem is not None and "name (string in the table, int in the batch)" in problem
+
+
+def test_small_integers_are_stored_as_int() -> None:
+    assert not compare([Column("n", "int")], [Column("n", "smallint")]).changes
+    assert compare([Column("n", "int")], [Column("n", "bigint")]).widened
+
+
+def test_the_app_id_is_the_checkpoints_query_id(tmp_path: Path) -> None:
+    (tmp_path / "metadata").write_text(json.dumps({"id": "5f0c-1"}) + "\n")
+    assert checkpoint_query_id(tmp_path) == "5f0c-1"
+
+
+def test_catalog_errors_hide_the_password() -> None:
+    with pytest.raises(IcebergCatalogError) as error, catalog_errors("pw-123"):
+        raise OSError("login pw-123 refused")
+    assert str(error.value) == f"OSError: login {HIDDEN} refused"
+    assert error.value.__suppress_context__

@@ -1,0 +1,246 @@
+"""`kafka-to-iceberg`: Kafka topics into one Apache Iceberg table, each record once.
+
+Tasks split the topics' partitions as every Kafka sink does (`worker.connectors.
+kafka_sink`); each commits its batches to the one table through Iceberg's Spark runtime
+(`worker.connectors.iceberg_table` says how a batch is committed once). Tasks commit
+concurrently: Iceberg's commits are optimistic, an append that loses a race re-applies
+its files on the newer metadata (tables created here retry 20 times), and what still
+fails on a race (a `CommitFailedException`, a table created by two tasks at once, a
+commit whose outcome is unknown) is tried again here, from the check of the batch id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from pydantic import Field, SecretStr, field_validator
+
+from worker.connectors.claimed_batches import start_claimed_query
+from worker.connectors.iceberg_catalog import (
+    CatalogSettings,
+    CatalogType,
+    IcebergKeyError,
+    catalog_conf,
+    catalog_name,
+    check_jdbc_uri,
+    parse_partition_by,
+    parse_table,
+)
+from worker.connectors.iceberg_table import (
+    IcebergCatalogError,
+    TableRules,
+    append,
+    check_table_exists,
+    committed_snapshot,
+    create_table,
+    fitted,
+    hidden,
+)
+from worker.connectors.kafka_sink import (
+    KafkaSinkConnector,
+    KafkaSinkSettings,
+    sink_records,
+    sink_settings,
+)
+from worker.converters.spec import RecordConverters
+from worker.plugins import ConfigProblem, ConnectorConfigError, NonEmptyStr, Task, TaskContext
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger(__name__)
+
+TABLES_KEY: Final = "iceberg.tables"
+TYPE_KEY: Final = "iceberg.catalog.type"
+WAREHOUSE_KEY: Final = "iceberg.catalog.warehouse"
+URI_KEY: Final = "iceberg.catalog.uri"
+USER_KEY: Final = "iceberg.catalog.jdbc.user"
+PASSWORD_KEY: Final = "iceberg.catalog.jdbc.password"
+JDBC_ONLY_KEYS: Final = (URI_KEY, USER_KEY, PASSWORD_KEY)
+COMMIT_ATTEMPTS: Final = 6
+RETRIED: Final = (
+    "CommitFailedException",
+    "CommitStateUnknownException",
+    "AlreadyExistsException",
+    "TABLE_OR_VIEW_ALREADY_EXISTS",
+    "SCHEMA_ALREADY_EXISTS",
+)
+"""What a concurrent commit or creation by another task looks like: tried again."""
+
+
+class KafkaToIcebergSettings(KafkaSinkSettings):
+    tables: NonEmptyStr = Field(alias=TABLES_KEY)
+    catalog_type: CatalogType = Field(alias=TYPE_KEY)
+    warehouse: NonEmptyStr = Field(alias=WAREHOUSE_KEY)
+    uri: NonEmptyStr | None = Field(default=None, alias=URI_KEY)
+    jdbc_user: NonEmptyStr | None = Field(default=None, alias=USER_KEY)
+    jdbc_password: SecretStr | None = Field(default=None, alias=PASSWORD_KEY)
+    partition_by: str = Field(default="", alias="iceberg.tables.default-partition-by")
+    auto_create: bool = Field(default=True, alias="iceberg.tables.auto-create-enabled")
+    evolve_schema: bool = Field(default=False, alias="iceberg.tables.evolve-schema-enabled")
+
+    @field_validator("tables")
+    @classmethod
+    def _one_table(cls, value: str) -> str:
+        parse_table(value)
+        return value
+
+    @field_validator("partition_by")
+    @classmethod
+    def _partition_fields(cls, value: str) -> str:
+        parse_partition_by(value)
+        return value
+
+    @field_validator("uri")
+    @classmethod
+    def _jdbc_uri(cls, value: str | None) -> str | None:
+        return None if value is None else check_jdbc_uri(value)
+
+    @property
+    def password(self) -> str | None:
+        return None if self.jdbc_password is None else self.jdbc_password.get_secret_value()
+
+    def catalog(self) -> CatalogSettings:
+        return CatalogSettings(
+            self.catalog_type, self.warehouse, self.uri, self.jdbc_user, self.password
+        )
+
+    def rules(self, connector: str) -> TableRules:
+        return TableRules(
+            parse_table(self.tables),
+            catalog_name(connector),
+            parse_partition_by(self.partition_by),
+            self.auto_create,
+            self.evolve_schema,
+        )
+
+
+def catalog_problems(
+    config: Mapping[str, str], settings: KafkaToIcebergSettings
+) -> list[ConfigProblem]:
+    """The jdbc catalog needs its URL; the hadoop catalog takes none of the jdbc keys."""
+    if settings.catalog_type == "jdbc":
+        return (
+            []
+            if settings.uri
+            else [ConfigProblem(URI_KEY, "required with iceberg.catalog.type=jdbc")]
+        )
+    return [
+        ConfigProblem(key, "only with iceberg.catalog.type=jdbc")
+        for key in JDBC_ONLY_KEYS
+        if config.get(key)
+    ]
+
+
+def settings_of(config: Mapping[str, str]) -> tuple[KafkaToIcebergSettings, RecordConverters]:
+    settings, converters = sink_settings(KafkaToIcebergSettings, config)
+    problems = catalog_problems(config, settings)
+    if problems:
+        raise ConnectorConfigError(problems)
+    return settings, converters
+
+
+def checkpoint_query_id(checkpoint_dir: Path) -> str:
+    """Spark's id of the query whose checkpoint this is (`metadata`, written when the
+    query first starts): the same on every restart and worker, new after a reset."""
+    first = (checkpoint_dir / "metadata").read_text().splitlines()[0]
+    return str(json.loads(first)["id"])
+
+
+@contextlib.contextmanager
+def catalog_errors(password: str | None) -> Iterator[None]:
+    """A failure of Spark or Iceberg as `IcebergCatalogError`, its password hidden."""
+    try:
+        yield
+    except (IcebergKeyError, IcebergCatalogError):
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith("worker."):
+            raise
+        raise IcebergCatalogError(hidden(f"{type(exc).__name__}: {exc}", password)) from None
+
+
+class IcebergBatches:
+    """The commit of each batch into the table: skipped when already there, retried
+    after a concurrent commit or creation."""
+
+    def __init__(self, rules: TableRules, app_id: Callable[[], str], password: str | None) -> None:
+        self._rules = rules
+        self._app_id = app_id
+        self._password = password
+
+    def __call__(self, rows: DataFrame, batch_id: int) -> None:
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                with catalog_errors(self._password):
+                    self._commit(rows, batch_id)
+                return
+            except IcebergCatalogError as exc:
+                if attempt == COMMIT_ATTEMPTS or not any(m in str(exc) for m in RETRIED):
+                    raise
+                log.info(
+                    "Batch %s for Iceberg table %s raced another commit (attempt %s): %s",
+                    batch_id,
+                    self._rules.name,
+                    attempt,
+                    str(exc).splitlines()[0],
+                )
+                time.sleep(random.uniform(0.1, 0.5) * attempt)
+
+    def _commit(self, rows: DataFrame, batch_id: int) -> None:
+        session = rows.sparkSession
+        app_id = self._app_id()
+        if not check_table_exists(session, self._rules):
+            create_table(session, self._rules, rows)
+        snapshot = committed_snapshot(session, self._rules, app_id, batch_id)
+        if snapshot is not None:
+            log.info(
+                "Batch %s is in Iceberg table %s already (snapshot %s): not committed again",
+                batch_id,
+                self._rules.name,
+                snapshot,
+            )
+            return
+        append(fitted(session, self._rules, rows), self._rules, app_id, batch_id)
+
+
+class KafkaToIcebergTask(Task):
+    def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
+        settings, converters = settings_of(context.task_config)
+        records = sink_records(spark, context, settings, converters)
+        session = records.rows.sparkSession
+        rules = settings.rules(context.connector)
+        with catalog_errors(settings.password):
+            for key, value in catalog_conf(rules.catalog, settings.catalog()).items():
+                session.conf.set(key, value)
+            check_table_exists(session, rules)
+        return start_claimed_query(
+            records.rows,
+            context,
+            settings.trigger_interval_ms,
+            IcebergBatches(
+                rules, lambda: checkpoint_query_id(context.checkpoint_dir), settings.password
+            ),
+            records.step,
+        )
+
+
+class KafkaToIcebergConnector(KafkaSinkConnector):
+    name = "kafka-to-iceberg"
+    config_model = KafkaToIcebergSettings
+    output_path_keys = (WAREHOUSE_KEY,)
+    checkpoint_keys = (TABLES_KEY, WAREHOUSE_KEY)
+
+    def settings(self, config: Mapping[str, str]) -> tuple[KafkaSinkSettings, RecordConverters]:
+        return settings_of(config)
+
+    def create_task(self) -> Task:
+        return KafkaToIcebergTask()
