@@ -6,6 +6,7 @@ from worker.connectors.files_to_kafka import FilesToKafkaConnector
 from worker.connectors.generator import GeneratorConnector
 from worker.connectors.kafka_to_delta import KafkaToDeltaConnector
 from worker.connectors.kafka_to_files import KafkaToFilesConnector
+from worker.connectors.kafka_to_iceberg import KafkaToIcebergConnector
 from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector
 
@@ -14,6 +15,7 @@ BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (
     GeneratorConnector,
     KafkaToDeltaConnector,
     KafkaToFilesConnector,
+    KafkaToIcebergConnector,
 )
 
 
