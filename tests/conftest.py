@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.processes import running_broker
 from worker.embedded_broker import EmbeddedBroker
 
@@ -41,6 +42,14 @@ def each_broker(request: pytest.FixtureRequest) -> EmbeddedBroker:
     name = "kafka_broker" if request.param == "kafka" else "tansu_broker"
     chosen: EmbeddedBroker = request.getfixturevalue(name)
     return chosen
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    """A throw-away PostgreSQL 15 server per test module (a user and a database with a
+    password), stopped when the module is done."""
+    with running_postgres() as server:
+        yield server
 
 
 @pytest.fixture
