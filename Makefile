@@ -13,7 +13,7 @@ BROKER ?= tansu
 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup chromium jvm-tools run test lint typecheck unit integration bench clean
+.PHONY: setup chromium jvm-tools postgresql run test lint typecheck unit integration bench clean
 
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ jvm-tools:
 	command -v mvn >/dev/null && command -v openssl >/dev/null || { $(SUDO) apt-get update -q && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven openssl; }
 
+# The Iceberg jdbc catalog's tests start a throw-away PostgreSQL 15 (tests/support/postgres.py).
+postgresql:
+	test -x /usr/lib/postgresql/15/bin/initdb || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }
+
 run: $(RUNTIME_STAMP) $(if $(filter kafka,$(BROKER)),jvm-tools)
 	$(BIN)/sparkherd up --broker $(BROKER) --rest-port $(REST_PORT) --data-dir $(DATA_DIR)
 
@@ -49,14 +54,14 @@ typecheck: setup
 
 # Two runs: the modules marked `parallel` (and every unit and simulation test) two at a
 # time, then the rest one at a time, as their timing and short sessions need the machine.
-test: lint typecheck chromium jvm-tools
+test: lint typecheck chromium jvm-tools postgresql
 	$(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile -m 'parallel or not integration'
 	$(BIN)/python -m pytest -q --durations=25 -m 'integration and not parallel'
 
 unit: setup
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: setup chromium jvm-tools
+integration: setup chromium jvm-tools postgresql
 	$(BIN)/python -m pytest -q tests/integration
 
 bench: setup
