@@ -511,11 +511,13 @@ def print_report(
         f"{repeats} repeats each{note}; Apache Kafka {KAFKA_VERSION}, Iceberg "
         f"{ICEBERG_VERSION}, Hadoop catalog; {machine()}"
     )
-    print(
-        f"connect:   Kafka Connect {KAFKA_VERSION} + IcebergSinkConnector {ICEBERG_VERSION}, "
-        f"tasks.max={plan.connect_tasks}, heap 1 GB"
-    )
-    print("sparkherd: kafka-to-iceberg, tasks.max=1, spark.master=local[2], driver 1 GB")
+    described = {
+        "connect": f"Kafka Connect {KAFKA_VERSION} + IcebergSinkConnector {ICEBERG_VERSION}, "
+        f"tasks.max={plan.connect_tasks}, heap 1 GB",
+        "sparkherd": "kafka-to-iceberg, tasks.max=1, spark.master=local[2], driver 1 GB",
+    }
+    for system in systems:
+        print(f"{system + ':':11}{described[system]}")
     print("median [range]:")
     for system in systems:
         mine = [r for r in runs if r.system == system]
@@ -563,7 +565,7 @@ def main() -> None:
     args = parser.parse_args()
     systems = [s for s in SYSTEMS if s in args.systems.split(",")]
     repeats = args.repeats or (2 if args.quick else 3)
-    note = " (quick: fewer repeats than the default 3)" if repeats < 3 else ""
+    note = " (fewer than the default 3)" if repeats < 3 else ""
     wave_s = args.latency_s or (10.0 if args.quick else 30.0)
     plan = Plan(
         records=args.records or (100_000 if args.quick else 1_000_000),
