@@ -24,6 +24,7 @@ batch is tried again (its transaction id makes that safe even if it had committe
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Sequence
@@ -52,6 +53,8 @@ CONCURRENT_MODIFICATION: Final = "org.apache.spark.sql.delta.DeltaConcurrentModi
 COMMIT_ATTEMPTS: Final = 30
 """Tries of one batch's commit while other tasks' commits collide with it."""
 MAX_BACKOFF_S: Final = 2.0
+
+log = logging.getLogger(__name__)
 
 
 class DeltaTableRefused(RuntimeError):
@@ -120,10 +123,17 @@ class DeltaSink:
                 self._append(rows, batch_id)
                 return
             except Exception as exc:
-                if attempt + 1 == COMMIT_ATTEMPTS or (
-                    CONCURRENT_MODIFICATION not in java_class_names(exc)
-                ):
+                classes = java_class_names(exc)
+                if attempt + 1 == COMMIT_ATTEMPTS or CONCURRENT_MODIFICATION not in classes:
                     raise
+                log.info(
+                    "Batch %s for Delta table %s collided with another commit (%s), "
+                    "attempt %s; trying again",
+                    batch_id,
+                    self._path,
+                    classes[0],
+                    attempt + 1,
+                )
                 self._known = None
                 time.sleep(backoff_s(attempt))
 

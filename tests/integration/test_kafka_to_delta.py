@@ -1,0 +1,298 @@
+"""`kafka-to-delta` on one real worker, Apache Kafka and real Spark, the table read back
+with delta-rs (`deltalake`), not Spark: two tasks append a 2-partition topic to one
+partitioned table, every record once, while the worker is SIGKILLed mid-stream and
+comes back; `schema.evolution=add-columns` adds a column a changed `transform.sql`
+brings, `none` fails the task naming it; and the bad inputs (a plain directory as
+`table.path`, a partition column the data lacks) fail their task with a message naming
+the problem while the worker and a good connector beside them run on. Also, in this
+process's own Spark: three tasks' first batches racing to create one table, each with
+a column of its own, all land once (Delta's concurrent-modification exceptions retried),
+and a replay of each adds nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from tests.support.kafka_topics import keyed, new_topic, produce
+from tests.support.polling import wait_until
+from tests.support.processes import WorkerProcess, free_port
+from tests.support.rest_client import Api
+from worker.connectors.delta_sink import DeltaSink, delta_session
+from worker.embedded_broker import EmbeddedBroker
+from worker.spark_packages import DELTA, spark_package_jars
+from worker.spark_session import SparkSessionProvider
+
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+
+WAVE = 600
+CHUNKS = 6
+
+
+class RestartableWorker:
+    """One worker for the whole module (each start costs a Spark start), which a test
+    may SIGKILL and start again under the same identity and checkpoints."""
+
+    def __init__(self, bootstrap_servers: str, root: Path) -> None:
+        self.process = WorkerProcess(
+            "delta",
+            bootstrap_servers,
+            root / "checkpoints",
+            root,
+            [f"group.id=delta-{free_port()}", "scheduled.rebalance.max.delay.ms=3000"],
+        )
+
+    def start(self) -> Api:
+        self.process.start().wait_ready(120)
+        return Api(self.process.url, timeout_s=180)
+
+    def restart(self) -> Api:
+        self.process.kill()
+        return self.start()
+
+
+@pytest.fixture(scope="module")
+def worker(
+    broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RestartableWorker]:
+    started = RestartableWorker(broker.bootstrap_servers, tmp_path_factory.mktemp("delta"))
+    try:
+        started.start()
+        yield started
+    finally:
+        started.process.kill()
+
+
+def rows(table: Path) -> list[dict[str, Any]]:
+    """Every row of the table's newest version; none before its first commit."""
+    try:
+        found: list[dict[str, Any]] = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+    except TableNotFoundError:
+        return []
+    return found
+
+
+def wait_rows(table: Path, count: int, what: str) -> list[dict[str, Any]]:
+    return wait_until(lambda: rows(table), 180, what=what, until=lambda found: len(found) >= count)
+
+
+def assert_once(found: list[dict[str, Any]], numbers: range) -> None:
+    assert len(found) == len(numbers), "duplicates or losses"
+    assert sorted(int(r["key"].removeprefix("key-")) for r in found) == list(numbers)
+    assert len({(r["partition"], r["offset"]) for r in found}) == len(numbers)
+
+
+def config(broker: EmbeddedBroker, topic: str, table: Path, **extra: str) -> dict[str, str]:
+    return {
+        "connector.class": "kafka-to-delta",
+        "kafka.bootstrap.servers": broker.bootstrap_servers,
+        "topics": topic,
+        "table.path": str(table),
+        "trigger.interval.ms": "500",
+        **extra,
+    }
+
+
+def failed_trace(api: Api, name: str) -> str:
+    status = wait_until(
+        lambda: api.status(name),
+        180,
+        what=f"{name}'s task to fail",
+        until=lambda s: [t["state"] for t in s["tasks"]] == ["FAILED"],
+    )
+    trace: str = status["tasks"][0]["trace"]
+    return trace
+
+
+def test_two_tasks_write_one_table_every_record_once_across_a_sigkill(
+    broker: EmbeddedBroker, worker: RestartableWorker, tmp_path: Path
+) -> None:
+    topic = new_topic(broker.bootstrap_servers, "orders", 2)
+    table = tmp_path / "orders"
+    api = Api(worker.process.url, timeout_s=180)
+    produce(broker.bootstrap_servers, topic, keyed(range(WAVE)))
+    api.call(
+        "PUT",
+        "/connectors/orders/config",
+        201,
+        json=config(broker, topic, table, **{"tasks.max": "2", "table.partition.by": "partition"}),
+    )
+    assert_once(wait_rows(table, WAVE, "the first wave"), range(WAVE))
+
+    # The second wave arrives in chunks, and the worker dies once part of it is in.
+    chunk = WAVE // CHUNKS
+
+    def trickle() -> None:
+        for start in range(WAVE, 2 * WAVE, chunk):
+            produce(broker.bootstrap_servers, topic, keyed(range(start, start + chunk)))
+            time.sleep(0.3)
+
+    producer = threading.Thread(target=trickle)
+    producer.start()
+    try:
+        wait_rows(table, WAVE + 1, "part of the second wave")
+    finally:
+        producer.join()
+    worker.process.kill()
+    produce(broker.bootstrap_servers, topic, keyed(range(2 * WAVE, 3 * WAVE)))
+    api = worker.restart()
+    api.wait_states("orders", "RUNNING", ["RUNNING", "RUNNING"])
+    found = wait_rows(table, 3 * WAVE, "every record after the restart")
+    api.call("DELETE", "/connectors/orders", 204)
+
+    assert_once(found, range(3 * WAVE))
+    delta = DeltaTable(str(table))
+    assert delta.metadata().partition_columns == ["partition"]
+    assert {r["partition"] for r in found} == {0, 1}
+    writers = {
+        action["txn"]["appId"]
+        for path in sorted((table / "_delta_log").glob("*.json"))
+        for action in map(json.loads, path.read_text().splitlines())
+        if "txn" in action
+    }
+    assert len(writers) == 2, "one app id per task's checkpoint"
+
+
+def pause_and_set(api: Api, name: str, new_config: dict[str, str]) -> None:
+    api.call("PUT", f"/connectors/{name}/pause", 202)
+    api.wait_states(name, "PAUSED", ["PAUSED"])
+    api.call("PUT", f"/connectors/{name}/config", 200, json=new_config)
+    api.call("PUT", f"/connectors/{name}/resume", 202)
+
+
+def test_add_columns_adds_a_new_column_and_none_fails_naming_it(
+    broker: EmbeddedBroker, worker: RestartableWorker, tmp_path: Path
+) -> None:
+    topic = new_topic(broker.bootstrap_servers, "evolving", 1)
+    table = tmp_path / "evolving"
+    api = Api(worker.process.url, timeout_s=180)
+    base = "CAST(key AS STRING) AS key, partition, offset"
+    first = config(
+        broker,
+        topic,
+        table,
+        **{"schema.evolution": "add-columns", "transform.sql": f"SELECT {base} FROM source"},
+    )
+    produce(broker.bootstrap_servers, topic, keyed(range(100)))
+    api.call("PUT", "/connectors/evolving/config", 201, json=first)
+    wait_rows(table, 100, "the rows before the new column")
+
+    sized = f"SELECT {base}, length(value) AS size FROM source"
+    pause_and_set(api, "evolving", {**first, "transform.sql": sized})
+    produce(broker.bootstrap_servers, topic, keyed(range(100, 200)))
+    found = wait_rows(table, 200, "the rows with the new column")
+    assert_once(found, range(200))
+    assert [r["size"] for r in sorted(found, key=lambda r: r["offset"])] == [None] * 100 + [
+        len(f"value-{n}") for n in range(100, 200)
+    ]
+
+    shouted = f"SELECT {base}, length(value) AS size, upper(key) AS shout FROM source"
+    strict = {**first, "schema.evolution": "none", "transform.sql": shouted}
+    pause_and_set(api, "evolving", strict)
+    produce(broker.bootstrap_servers, topic, keyed(range(200, 210)))
+    trace = failed_trace(api, "evolving")
+    api.call("DELETE", "/connectors/evolving", 204)
+
+    assert "new columns `shout`" in trace
+    assert "schema.evolution=none" in trace
+    assert "size" not in trace.split("new columns", 1)[1].split("(", 1)[0]
+    assert len(rows(table)) == 200
+    assert "shout" not in DeltaTable(str(table)).schema().to_arrow().names
+
+
+def test_bad_inputs_fail_their_task_naming_the_problem_and_the_rest_runs_on(
+    broker: EmbeddedBroker, worker: RestartableWorker, tmp_path: Path
+) -> None:
+    topic = new_topic(broker.bootstrap_servers, "inputs", 1)
+    produce(broker.bootstrap_servers, topic, keyed(range(50)))
+    api = Api(worker.process.url, timeout_s=180)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.csv").write_text("a,b\n1,2\n")
+    unpartitioned, good = tmp_path / "unpartitioned", tmp_path / "good"
+    api.call("PUT", "/connectors/plain/config", 201, json=config(broker, topic, plain))
+    api.call(
+        "PUT",
+        "/connectors/unpartitioned/config",
+        201,
+        json=config(broker, topic, unpartitioned, **{"table.partition.by": "region"}),
+    )
+    api.call("PUT", "/connectors/good/config", 201, json=config(broker, topic, good))
+
+    plain_trace = failed_trace(api, "plain")
+    partition_trace = failed_trace(api, "unpartitioned")
+    good_rows = wait_rows(good, 50, "the good connector's rows")
+    api.wait_states("good", "RUNNING", ["RUNNING"])
+    health = api.call("GET", "/health", 200)
+    for name in ("plain", "unpartitioned", "good"):
+        api.call("DELETE", f"/connectors/{name}", 204)
+
+    assert f"table.path {plain} is not a Delta table" in plain_trace
+    assert sorted(p.name for p in plain.iterdir()) == ["notes.csv"], "wrote into it"
+    assert "table.partition.by names `region`" in partition_trace
+    assert not (unpartitioned / "_delta_log").exists()
+    assert_once(good_rows, range(50))
+    assert health.status_code == 200
+
+
+def test_racing_first_batches_create_the_table_and_merge_their_columns_once(
+    tmp_path: Path,
+) -> None:
+    provider = SparkSessionProvider(
+        {
+            "spark.master": "local[2]",
+            "spark.driver.memory": "512m",
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        },
+        "delta-race",
+        lambda: spark_package_jars([DELTA], os.environ),
+    )
+    table = tmp_path / "race"
+    tasks = range(3)
+    try:
+        spark = provider.get().newSession()
+        batches = [
+            spark.range(i * 10, (i + 1) * 10).selectExpr("id", "id % 2 AS part", f"id AS n{i}")
+            for i in tasks
+        ]
+        sinks = []
+        for i in tasks:
+            checkpoint = tmp_path / f"checkpoint-{i}"
+            checkpoint.mkdir()
+            (checkpoint / "metadata").write_text(json.dumps({"id": f"query-{i}"}))
+            session = delta_session(batches[i])
+            sinks.append(DeltaSink(session, str(table), ["part"], "add-columns", checkpoint))
+        start = threading.Barrier(len(tasks))
+        errors: list[BaseException] = []
+
+        def first_batch(i: int) -> None:
+            start.wait()
+            try:
+                sinks[i].write(batches[i], 0)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=first_batch, args=(i,)) for i in tasks]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for i in tasks:
+            sinks[i].write(batches[i], 0)
+    finally:
+        provider.stop()
+
+    assert errors == []
+    found = rows(table)
+    assert sorted(r["id"] for r in found) == list(range(30))
+    assert all(r[f"n{r['id'] // 10}"] == r["id"] for r in found)
+    assert DeltaTable(str(table)).metadata().partition_columns == ["part"]
