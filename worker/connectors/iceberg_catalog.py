@@ -6,8 +6,8 @@ config over; only the two catalogs a worker can reach without more jars are offe
 catalog keys named here reach Iceberg: a passed-through `iceberg.catalog.*` could load a
 class of the user's choosing (`io-impl`, `catalog-impl`) into the worker.
 
-The catalog is set in the task's own Spark session under a name of the connector's,
-so no other task, and not the worker's own session, sees it or its password.
+The catalog is set in the task's own Spark session (under `iceberg.catalog`'s name), so
+no other task, and not the worker's own session, sees it or its password.
 """
 
 from __future__ import annotations
@@ -146,10 +146,16 @@ def check_jdbc_uri(uri: str) -> str:
     return uri
 
 
-def catalog_name(connector: str) -> str:
-    """The connector's catalog in its tasks' sessions: a Spark identifier made from the
-    connector's name (each task's session is its own, so names need not be unique)."""
-    return "sparkherd_" + re.sub(r"[^A-Za-z0-9_]", "_", connector)
+def check_catalog_name(name: str) -> str:
+    """The catalog's name, which Iceberg also records: a jdbc catalog keeps its tables
+    under it (`iceberg_tables.catalog_name`), so every reader of the catalog must use the
+    same one (Iceberg's Kafka Connect sink's default is `iceberg`). It is set only in
+    each task's own session, so tasks of different connectors may use one name."""
+    if not _IDENTIFIER.fullmatch(name):
+        raise IcebergKeyError("must be a name (letters, digits and '_', not starting with a digit)")
+    if name.lower() == "spark_catalog":
+        raise IcebergKeyError("spark_catalog is Spark's own catalog; name another")
+    return name
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from worker.connectors.iceberg_catalog import (
     CatalogType,
     IcebergKeyError,
     catalog_conf,
-    catalog_name,
+    check_catalog_name,
     check_jdbc_uri,
     parse_partition_by,
     parse_table,
@@ -78,6 +78,7 @@ RETRIED: Final = (
 
 class KafkaToIcebergSettings(KafkaSinkSettings):
     tables: NonEmptyStr = Field(alias=TABLES_KEY)
+    catalog_name: str = Field(default="iceberg", alias="iceberg.catalog")
     catalog_type: CatalogType = Field(alias=TYPE_KEY)
     warehouse: NonEmptyStr = Field(alias=WAREHOUSE_KEY)
     uri: NonEmptyStr | None = Field(default=None, alias=URI_KEY)
@@ -92,6 +93,11 @@ class KafkaToIcebergSettings(KafkaSinkSettings):
     def _one_table(cls, value: str) -> str:
         parse_table(value)
         return value
+
+    @field_validator("catalog_name")
+    @classmethod
+    def _catalog_name(cls, value: str) -> str:
+        return check_catalog_name(value.strip())
 
     @field_validator("partition_by")
     @classmethod
@@ -113,10 +119,10 @@ class KafkaToIcebergSettings(KafkaSinkSettings):
             self.catalog_type, self.warehouse, self.uri, self.jdbc_user, self.password
         )
 
-    def rules(self, connector: str) -> TableRules:
+    def rules(self) -> TableRules:
         return TableRules(
             parse_table(self.tables),
-            catalog_name(connector),
+            self.catalog_name,
             parse_partition_by(self.partition_by),
             self.auto_create,
             self.evolve_schema,
@@ -217,7 +223,7 @@ class KafkaToIcebergTask(Task):
         settings, converters = settings_of(context.task_config)
         records = sink_records(spark, context, settings, converters)
         session = records.rows.sparkSession
-        rules = settings.rules(context.connector)
+        rules = settings.rules()
         with catalog_errors(settings.password):
             for key, value in catalog_conf(rules.catalog, settings.catalog()).items():
                 session.conf.set(key, value)

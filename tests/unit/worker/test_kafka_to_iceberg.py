@@ -15,7 +15,7 @@ from worker.connectors.iceberg_catalog import (
     PartitionField,
     TableName,
     catalog_conf,
-    catalog_name,
+    check_catalog_name,
     check_jdbc_uri,
     missing_partition_columns,
     parse_partition_by,
@@ -50,11 +50,12 @@ JDBC = {
 
 def test_defaults_follow_icebergs_kafka_connect_sink() -> None:
     settings, _ = settings_of(HADOOP)
-    rules = settings.rules("orders-lake")
+    rules = settings.rules()
     assert rules.name == TableName(("shop",), "orders")
     assert (rules.auto_create, rules.evolve, rules.partition_by) == (True, False, ())
-    assert rules.catalog == "sparkherd_orders_lake"
-    assert rules.qualified == "`sparkherd_orders_lake`.`shop`.`orders`"
+    assert rules.catalog == "iceberg"
+    assert rules.qualified == "`iceberg`.`shop`.`orders`"
+    assert settings_of({**HADOOP, "iceberg.catalog": "lake"})[0].rules().catalog == "lake"
 
 
 def test_the_warehouse_is_a_written_location_and_binds_the_checkpoint_with_the_table() -> None:
@@ -80,6 +81,7 @@ def test_the_catalog_password_is_a_secret_and_never_echoed() -> None:
         ({**HADOOP, "iceberg.tables": "orders"}, "iceberg.tables"),
         ({**HADOOP, "iceberg.tables": "shop.orders,shop.refunds"}, "iceberg.tables"),
         ({**HADOOP, "iceberg.tables": "shop.or-ders"}, "iceberg.tables"),
+        ({**HADOOP, "iceberg.catalog": "Spark_Catalog"}, "iceberg.catalog"),
         ({**HADOOP, "iceberg.catalog.type": "rest"}, "iceberg.catalog.type"),
         ({**HADOOP, "iceberg.catalog.warehouse": " "}, "iceberg.catalog.warehouse"),
         ({**HADOOP, "iceberg.catalog.uri": "jdbc:postgresql://h/db"}, "iceberg.catalog.uri"),
@@ -156,7 +158,10 @@ def test_catalog_conf_for_each_type() -> None:
         f"{prefix}.jdbc.user": "u",
         f"{prefix}.jdbc.password": "p",
     }
-    assert catalog_name("a.b-c") == "sparkherd_a_b_c"
+    assert check_catalog_name("lake_1") == "lake_1"
+    for bad in ("spark_catalog", "a.b", "1x"):
+        with pytest.raises(IcebergKeyError):
+            check_catalog_name(bad)
 
 
 def test_schema_comparison() -> None:
