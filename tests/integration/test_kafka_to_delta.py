@@ -4,7 +4,8 @@ partitioned table, every record once, while the worker is SIGKILLed mid-stream a
 comes back; `schema.evolution=add-columns` adds a column a changed `transform.sql`
 brings, `none` fails the task naming it; and the bad inputs (a plain directory as
 `table.path`, a partition column the data lacks) fail their task with a message naming
-the problem while the worker and a good connector beside them run on. Also, in this
+the problem while the worker and a good connector beside them run on; an offsets reset
+writes the records again (a new app id), never skips them. Also, in this
 process's own Spark: three tasks' first batches racing to create one table, each with
 a column of its own, all land once (Delta's concurrent-modification exceptions retried),
 and a replay of each adds nothing."""
@@ -153,13 +154,17 @@ def test_two_tasks_write_one_table_every_record_once_across_a_sigkill(
     delta = DeltaTable(str(table))
     assert delta.metadata().partition_columns == ["partition"]
     assert {r["partition"] for r in found} == {0, 1}
-    writers = {
+    assert len(app_ids(table)) == 2, "one app id per task's checkpoint"
+
+
+def app_ids(table: Path) -> set[str]:
+    """The transaction app ids in the table's log: one per checkpoint that wrote it."""
+    return {
         action["txn"]["appId"]
         for path in sorted((table / "_delta_log").glob("*.json"))
         for action in map(json.loads, path.read_text().splitlines())
         if "txn" in action
     }
-    assert len(writers) == 2, "one app id per task's checkpoint"
 
 
 def pause_and_set(api: Api, name: str, new_config: dict[str, str]) -> None:
@@ -296,3 +301,24 @@ def test_racing_first_batches_create_the_table_and_merge_their_columns_once(
     assert sorted(r["id"] for r in found) == list(range(30))
     assert all(r[f"n{r['id'] // 10}"] == r["id"] for r in found)
     assert DeltaTable(str(table)).metadata().partition_columns == ["part"]
+
+
+def test_resetting_offsets_writes_again_under_a_new_app_id(
+    broker: EmbeddedBroker, worker: RestartableWorker, tmp_path: Path
+) -> None:
+    """A reset removes the checkpoint, and with it the query id the table knows: the
+    records are read and written again, not skipped as batches already committed."""
+    topic = new_topic(broker.bootstrap_servers, "again", 1)
+    table = tmp_path / "again"
+    api = Api(worker.process.url, timeout_s=180)
+    produce(broker.bootstrap_servers, topic, keyed(range(50)))
+    api.call("PUT", "/connectors/again/config", 201, json=config(broker, topic, table))
+    wait_rows(table, 50, "the first pass")
+    api.call("PUT", "/connectors/again/stop", 204)
+    api.once_tasks_stopped("DELETE", "/connectors/again/offsets")
+    api.call("PUT", "/connectors/again/resume", 202)
+    found = wait_rows(table, 100, "the second pass")
+    api.call("DELETE", "/connectors/again", 204)
+
+    assert sorted(r["offset"] for r in found) == sorted([*range(50), *range(50)])
+    assert len(app_ids(table)) == 2

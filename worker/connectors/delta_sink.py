@@ -200,10 +200,22 @@ def start_delta_sink(
     step: BatchStep | None = None,
 ) -> StreamingQuery:
     """Append `rows` (or what `step` makes of each batch) to the table every
-    `interval_ms`. A location that is not a Delta table fails the start, before any
-    batch."""
+    `interval_ms`. A worker without Delta's jars, or a location that is not a Delta
+    table, fails the start, before any batch."""
+    refuse_without_delta(rows.sparkSession)
     sink.refuse_plain_directory()
     return start_claimed_query(rows, context, interval_ms, sink.write, step)
+
+
+def refuse_without_delta(session: SparkSession) -> None:
+    from py4j.java_gateway import JavaClass
+
+    jvm: Any = session._jvm
+    if not isinstance(jvm.io.delta.tables.DeltaTable, JavaClass):
+        raise DeltaTableRefused(
+            "Delta Lake's jars are not on this worker's Spark (is the worker's "
+            "delta.jvm.connector none?): kafka-to-delta cannot write"
+        )
 
 
 def delta_session(rows: DataFrame) -> SparkSession:
