@@ -26,7 +26,6 @@ from worker.connectors.claimed_batches import start_claimed_query
 from worker.connectors.iceberg_catalog import (
     CatalogSettings,
     CatalogType,
-    IcebergKeyError,
     catalog_conf,
     check_catalog_name,
     check_jdbc_uri,
@@ -51,6 +50,7 @@ from worker.connectors.kafka_sink import (
 )
 from worker.converters.spec import RecordConverters
 from worker.plugins import ConfigProblem, ConnectorConfigError, NonEmptyStr, Task, TaskContext
+from worker.record_errors.tolerant_batches import is_record_error
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -163,13 +163,13 @@ def checkpoint_query_id(checkpoint_dir: Path) -> str:
 
 @contextlib.contextmanager
 def catalog_errors(password: str | None) -> Iterator[None]:
-    """A failure of Spark or Iceberg as `IcebergCatalogError`, its password hidden."""
+    """A failure of Spark or Iceberg as `IcebergCatalogError`, its password hidden. A
+    record's failure (`transform.sql` on a value, evaluated as the batch is written)
+    passes as it is: the batch step names the record from it (`worker.record_errors`)."""
     try:
         yield
-    except (IcebergKeyError, IcebergCatalogError):
-        raise
     except Exception as exc:
-        if type(exc).__module__.startswith("worker."):
+        if type(exc).__module__.startswith("worker.") or is_record_error(exc):
             raise
         raise IcebergCatalogError(hidden(f"{type(exc).__name__}: {exc}", password)) from None
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pyspark.errors import PySparkException
 
 from worker.connectors.iceberg_catalog import (
     CatalogSettings,
@@ -209,3 +210,15 @@ def test_catalog_errors_hide_the_password() -> None:
         raise OSError("login pw-123 refused")
     assert str(error.value) == f"OSError: login {HIDDEN} refused"
     assert error.value.__suppress_context__
+
+
+class ValueFailure(PySparkException):  # type: ignore[misc]
+    """What Spark raises for one record's value (a cast under ANSI mode)."""
+
+    def getSqlState(self) -> str:
+        return "22018"
+
+
+def test_catalog_errors_let_a_records_failure_through_for_the_batch_step_to_name() -> None:
+    with pytest.raises(ValueFailure), catalog_errors("pw"):
+        raise ValueFailure("CAST_INVALID_INPUT")
