@@ -174,6 +174,31 @@ def catalog_errors(password: str | None) -> Iterator[None]:
         raise IcebergCatalogError(hidden(f"{type(exc).__name__}: {exc}", password)) from None
 
 
+def with_retries(
+    attempt: Callable[[], None],
+    password: str | None,
+    what: str,
+    pause: Callable[[float], None] = time.sleep,
+) -> None:
+    """`attempt` until it returns, again (after a short, growing, random pause) when it
+    failed on a race with another task, at most `COMMIT_ATTEMPTS` times in all."""
+    for number in range(1, COMMIT_ATTEMPTS + 1):
+        try:
+            with catalog_errors(password):
+                attempt()
+            return
+        except IcebergCatalogError as exc:
+            if number == COMMIT_ATTEMPTS or not any(m in str(exc) for m in RETRIED):
+                raise
+            log.info(
+                "%s raced another commit (attempt %s): %s",
+                what,
+                number,
+                str(exc).splitlines()[0],
+            )
+            pause(random.uniform(0.1, 0.5) * number)
+
+
 class IcebergBatches:
     """The commit of each batch into the table: skipped when already there, retried
     after a concurrent commit or creation."""
@@ -184,22 +209,11 @@ class IcebergBatches:
         self._password = password
 
     def __call__(self, rows: DataFrame, batch_id: int) -> None:
-        for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            try:
-                with catalog_errors(self._password):
-                    self._commit(rows, batch_id)
-                return
-            except IcebergCatalogError as exc:
-                if attempt == COMMIT_ATTEMPTS or not any(m in str(exc) for m in RETRIED):
-                    raise
-                log.info(
-                    "Batch %s for Iceberg table %s raced another commit (attempt %s): %s",
-                    batch_id,
-                    self._rules.name,
-                    attempt,
-                    str(exc).splitlines()[0],
-                )
-                time.sleep(random.uniform(0.1, 0.5) * attempt)
+        with_retries(
+            lambda: self._commit(rows, batch_id),
+            self._password,
+            f"Batch {batch_id} for Iceberg table {self._rules.name}",
+        )
 
     def _commit(self, rows: DataFrame, batch_id: int) -> None:
         session = rows.sparkSession

@@ -29,6 +29,7 @@ from worker.connectors.kafka_to_iceberg import (
     catalog_errors,
     checkpoint_query_id,
     settings_of,
+    with_retries,
 )
 from worker.plugins import HIDDEN, ConnectorConfigError, secret_keys
 
@@ -222,3 +223,37 @@ class ValueFailure(PySparkException):  # type: ignore[misc]
 def test_catalog_errors_let_a_records_failure_through_for_the_batch_step_to_name() -> None:
     with pytest.raises(ValueFailure), catalog_errors("pw"):
         raise ValueFailure("CAST_INVALID_INPUT")
+
+
+class Attempts:
+    """A commit that fails with the given errors first, then succeeds."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+
+
+RACE = "org.apache.iceberg.exceptions.CommitFailedException: Version 4 already exists"
+
+
+def test_a_race_with_another_task_is_tried_again_and_nothing_else_is() -> None:
+    pauses: list[float] = []
+    raced = Attempts(OSError(RACE), OSError("AlreadyExistsException: Table shop.t"))
+    with_retries(raced, None, "batch 3", pauses.append)
+    assert raced.calls == 3
+    assert len(pauses) == 2
+
+    broken = Attempts(OSError("disk full"))
+    with pytest.raises(IcebergCatalogError, match="disk full"):
+        with_retries(broken, None, "batch 3", pauses.append)
+    assert broken.calls == 1
+
+    endless = Attempts(*(OSError(RACE) for _ in range(10)))
+    with pytest.raises(IcebergCatalogError, match="CommitFailedException"):
+        with_retries(endless, None, "batch 3", pauses.append)
+    assert endless.calls == 6
