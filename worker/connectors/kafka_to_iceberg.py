@@ -77,14 +77,30 @@ RETRIED: Final = (
 
 
 class KafkaToIcebergSettings(KafkaSinkSettings):
-    tables: NonEmptyStr = Field(alias=TABLES_KEY)
-    catalog_name: str = Field(default="iceberg", alias="iceberg.catalog")
-    catalog_type: CatalogType = Field(alias=TYPE_KEY)
-    warehouse: NonEmptyStr = Field(alias=WAREHOUSE_KEY)
-    uri: NonEmptyStr | None = Field(default=None, alias=URI_KEY)
+    tables: NonEmptyStr = Field(
+        alias=TABLES_KEY, description="The one table written: namespace.table"
+    )
+    catalog_name: str = Field(
+        default="iceberg",
+        alias="iceberg.catalog",
+        description="The catalog's name, which a jdbc catalog records with its tables",
+    )
+    catalog_type: CatalogType = Field(
+        alias=TYPE_KEY, description="hadoop (a directory) or jdbc (PostgreSQL)"
+    )
+    warehouse: NonEmptyStr = Field(
+        alias=WAREHOUSE_KEY, description="Where the tables' data and metadata are written"
+    )
+    uri: NonEmptyStr | None = Field(
+        default=None, alias=URI_KEY, description="jdbc: jdbc:postgresql://host:port/database"
+    )
     jdbc_user: NonEmptyStr | None = Field(default=None, alias=USER_KEY)
     jdbc_password: SecretStr | None = Field(default=None, alias=PASSWORD_KEY)
-    partition_by: str = Field(default="", alias="iceberg.tables.default-partition-by")
+    partition_by: str = Field(
+        default="",
+        alias="iceberg.tables.default-partition-by",
+        description="A created table's partitioning: columns or transforms, e.g. days(ts)",
+    )
     auto_create: bool = Field(default=True, alias="iceberg.tables.auto-create-enabled")
     evolve_schema: bool = Field(default=False, alias="iceberg.tables.evolve-schema-enabled")
 
