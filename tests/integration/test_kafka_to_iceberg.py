@@ -1,9 +1,10 @@
 """`kafka-to-iceberg` on a real worker, Apache Kafka, PostgreSQL and Spark, every table
 read back with pyiceberg (not Spark): each record lands once with the hadoop catalog
 (across a SIGKILL of the worker mid-batch and its restart) and with the jdbc catalog
-(two tasks committing one table), a new column fails the task or is added as asked, and
-each bad catalog or table setting fails its task with a clear trace while the worker
-runs on. One worker serves the module (restarted once, by the kill)."""
+(two tasks committing one table; an offsets reset writes the records again), a new
+column fails the task or is added as asked, and each bad catalog or table setting fails
+its task with a clear trace while the worker runs on. One worker serves the module
+(restarted once, by the kill)."""
 
 from __future__ import annotations
 
@@ -253,6 +254,16 @@ def test_jdbc_catalog_on_postgres_two_tasks_commit_one_table(lake: Lake) -> None
     print(f"commits retried by a task after a race with the other: {raced}")
     stored = lake.api.call("GET", "/connectors/payments-jdbc/config", 200).json()
     assert stored["iceberg.catalog.jdbc.password"] == PLACEHOLDER
+
+    # An offsets reset removes the checkpoints, and with them the app ids the table
+    # knows: the records are written again, not skipped as batches committed already.
+    lake.api.call("PUT", "/connectors/payments-jdbc/stop", 204)
+    lake.api.once_tasks_stopped("DELETE", "/connectors/payments-jdbc/offsets")
+    lake.api.call("PUT", "/connectors/payments-jdbc/resume", 202)
+    wait_until(lambda: row_count(loaded()), 120, what="the second pass", until=lambda n: n >= 800)
+    table = loaded()
+    assert table is not None
+    assert len(committed_batches(table)) == 4
     lake.api.call("DELETE", "/connectors/payments-jdbc", 204)
 
 
