@@ -17,9 +17,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.table import StaticTable, Table
+from pyiceberg.table import Table
 
 from tests.support.kafka_topics import keyed, new_topic, produce
+from tests.support.lakehouse import iceberg_hadoop_table
 from tests.support.polling import wait_until
 from tests.support.postgres import PostgresServer
 from tests.support.processes import WorkerProcess, free_port
@@ -107,16 +108,6 @@ def lake(
             started.worker.kill()
 
 
-def hadoop_table(warehouse: Path, name: str) -> Table | None:
-    """The table at its newest metadata file, as Iceberg's hadoop catalog finds it (the
-    version hint is written after it, and may lag); None before the table exists."""
-    metadata = warehouse.joinpath(*name.split("."), "metadata")
-    versions = [int(p.name[1:].split(".")[0]) for p in metadata.glob("v*.metadata.json")]
-    if not versions:
-        return None
-    return StaticTable.from_metadata(str(metadata / f"v{max(versions)}.metadata.json"))
-
-
 def rows_of(table: Table | None) -> pa.Table | None:
     return None if table is None else table.scan().to_arrow()
 
@@ -162,7 +153,7 @@ def test_hadoop_catalog_every_record_once_across_a_kill_mid_batch(lake: Lake) ->
         ),
     )
     wait_until(
-        lambda: row_count(hadoop_table(warehouse, "shop.orders")),
+        lambda: row_count(iceberg_hadoop_table(warehouse, "shop.orders")),
         120,
         what="the first wave",
         until=lambda n: n >= 300,
@@ -183,7 +174,7 @@ def test_hadoop_catalog_every_record_once_across_a_kill_mid_batch(lake: Lake) ->
     lake.kill()
     commits = checkpoint_dir_for(lake.root / "checkpoints", "orders-hadoop", 0) / "commits"
     in_checkpoint = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
-    table = hadoop_table(warehouse, "shop.orders")
+    table = iceberg_hadoop_table(warehouse, "shop.orders")
     assert table is not None
     in_table = max(max(ids) for ids in committed_batches(table).values())
     print(f"at the kill: batch {in_table} in the table, batch {in_checkpoint} in the checkpoint")
@@ -198,13 +189,13 @@ def test_hadoop_catalog_every_record_once_across_a_kill_mid_batch(lake: Lake) ->
     lake.start()
     produce(lake.broker.bootstrap_servers, topic, keyed(range(600, 900)))
     wait_until(
-        lambda: row_count(hadoop_table(warehouse, "shop.orders")),
+        lambda: row_count(iceberg_hadoop_table(warehouse, "shop.orders")),
         180,
         what="every record",
         until=lambda n: n >= 900,
     )
     lake.api.wait_states("orders-hadoop", "RUNNING", ["RUNNING"])
-    table = hadoop_table(warehouse, "shop.orders")
+    table = iceberg_hadoop_table(warehouse, "shop.orders")
     rows = rows_of(table)
     assert table is not None and rows is not None
     assert_each_record_once(rows, 900)
@@ -282,7 +273,7 @@ def test_a_new_column_fails_the_task_unless_the_schema_may_evolve(lake: Lake) ->
     )
     lake.put("shouts", config)
     wait_until(
-        lambda: row_count(hadoop_table(warehouse, "shop.shouts")),
+        lambda: row_count(iceberg_hadoop_table(warehouse, "shop.shouts")),
         120,
         what="the rows before the change",
         until=lambda n: n >= 50,
@@ -300,12 +291,12 @@ def test_a_new_column_fails_the_task_unless_the_schema_may_evolve(lake: Lake) ->
         200,
     )
     wait_until(
-        lambda: row_count(hadoop_table(warehouse, "shop.shouts")),
+        lambda: row_count(iceberg_hadoop_table(warehouse, "shop.shouts")),
         120,
         what="the rows after the change",
         until=lambda n: n >= 100,
     )
-    rows = rows_of(hadoop_table(warehouse, "shop.shouts"))
+    rows = rows_of(iceberg_hadoop_table(warehouse, "shop.shouts"))
     assert rows is not None
     assert_each_record_once(rows, 100)
     shouts = dict(
