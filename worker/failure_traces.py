@@ -15,6 +15,9 @@ from typing import Any, Final, Protocol
 
 MAX_CHAIN: Final = 64
 """Links followed at most: Java forbids a throwable to be its own cause, not a loop."""
+PYTHON_PROXY: Final = "An exception was raised by the Python Proxy. Return Message: "
+"""How py4j's JVM side reports an error raised in a Python callback (a sink's
+`foreachBatch` function), followed by the Python traceback as text."""
 
 
 class JavaThrowable(Protocol):
@@ -34,6 +37,19 @@ def java_root_cause(throwable: JavaThrowable) -> str:
             break
         current = cause
     return current.toString()
+
+
+def python_callback_error(java_root: str) -> str | None:
+    """The Python exception a callback raised, when the JVM's root cause is py4j's report
+    of one: the first exception line of the traceback it carries (a chain's first is the
+    one it began with, as for Python's own errors)."""
+    _, marker, traceback_text = java_root.partition(PYTHON_PROXY)
+    if not marker:
+        return None
+    for line in traceback_text.splitlines():
+        if line.strip() and not line[0].isspace() and not line.startswith("Traceback ("):
+            return line
+    return None
 
 
 def innermost(error: BaseException) -> BaseException:
@@ -68,7 +84,8 @@ def root_cause_line(error: BaseException) -> str:
     java = java_throwable(root)
     if java is not None:
         with contextlib.suppress(Exception):  # a JVM gone away: the Python side still tells
-            return java_root_cause(java)
+            java_root = java_root_cause(java)
+            return python_callback_error(java_root) or java_root
     return traceback.format_exception_only(root)[-1].rstrip()
 
 

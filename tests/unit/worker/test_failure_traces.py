@@ -73,6 +73,20 @@ def test_a_converted_spark_error_is_followed_to_its_java_throwable() -> None:
     assert root_cause_line(error) == ROOT
 
 
+def test_an_error_raised_in_a_python_callback_leads_with_the_python_exception() -> None:
+    refused = "worker.connectors.delta_sink.DeltaTableRefused: /data/t is not a Delta table"
+    proxy = FakeThrowable(
+        "py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: "
+        "Traceback (most recent call last):\n"
+        '  File "/x/pyspark/sql/utils.py", line 120, in call\n'
+        "    self.func(batch, batch_id)\n"
+        f"{refused}\n  and its message's second line\n"
+    )
+    error = FakeCapturedError(FakeCapturedError(None, FakeThrowable("wrapped", proxy)), None)
+
+    assert root_cause_line(error) == refused
+
+
 def test_a_java_throwable_without_a_cause_is_its_own_root() -> None:
     assert root_cause_line(FakePy4JJavaError(FakeThrowable(ROOT))) == ROOT
 
