@@ -52,13 +52,12 @@ import contextlib
 import json
 import os
 import platform
-import re
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -70,8 +69,6 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pyiceberg.table import StaticTable
-
 from tests.support.iceberg_kafka_connect import (
     ICEBERG_VERSION,
     iceberg_plugin_path,
@@ -79,6 +76,7 @@ from tests.support.iceberg_kafka_connect import (
 )
 from tests.support.kafka_connect import JVM_OPTIONS, ConnectWorker
 from tests.support.kafka_topics import create_topic, new_topic
+from tests.support.lakehouse import iceberg_hadoop_table
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port, running_broker
 from tests.support.rest_client import Api
@@ -183,51 +181,27 @@ def producing(bootstrap: str, topic: str, ids: range, rate: int) -> Iterator[thr
         raise failure[0]
 
 
-# --- the table (a Hadoop catalog's layout: <warehouse>/<namespace>/<name>) ------------------
-
-_METADATA = re.compile(r"v(\d+)\.metadata\.json")
+# --- the table, read with pyiceberg (`tests/support/lakehouse.py`) ------------------------
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    snapshot_id: int
     committed_s: float
     total_records: int
 
 
-def table_dir(warehouse: Path, table: str) -> Path:
-    return warehouse.joinpath(*table.split("."))
-
-
-def latest_metadata(table: Path) -> Path | None:
-    """The newest committed metadata file: the Hadoop catalog renames each into place."""
-    versions = [
-        (int(m[1]), path)
-        for path in (table / "metadata").glob("v*.metadata.json")
-        if (m := _METADATA.fullmatch(path.name))
+def committed_snapshots(warehouse: Path) -> list[Snapshot]:
+    """The table's snapshots, oldest first; none before it exists."""
+    table = iceberg_hadoop_table(warehouse, TABLE)
+    found = [] if table is None else table.snapshots()
+    return [
+        Snapshot(s.timestamp_ms / 1000, int(s.summary["total-records"] or 0) if s.summary else 0)
+        for s in sorted(found, key=lambda s: s.timestamp_ms)
     ]
-    return max(versions)[1] if versions else None
 
 
-def snapshots(metadata: Mapping[str, Any]) -> list[Snapshot]:
-    return sorted(
-        (
-            Snapshot(s["snapshot-id"], s["timestamp-ms"] / 1000, int(s["summary"]["total-records"]))
-            for s in metadata.get("snapshots", [])
-        ),
-        key=lambda s: s.committed_s,
-    )
-
-
-def committed_snapshots(table: Path) -> list[Snapshot]:
-    path = latest_metadata(table)
-    if path is None:
-        return []
-    return snapshots(json.loads(path.read_text()))
-
-
-def total_records(table: Path) -> int:
-    return max((s.total_records for s in committed_snapshots(table)), default=0)
+def total_records(warehouse: Path) -> int:
+    return max((s.total_records for s in committed_snapshots(warehouse)), default=0)
 
 
 def first_holding(history: Sequence[Snapshot], records: int) -> Snapshot:
@@ -242,12 +216,11 @@ class TableRows:
     files: int
 
 
-def read_rows(table: Path) -> TableRows:
+def read_rows(warehouse: Path) -> TableRows:
     """Every live data file of the current snapshot with the commit time of the snapshot
     that added it (a manifest entry keeps that snapshot's id)."""
-    metadata = latest_metadata(table)
-    assert metadata is not None, f"no table at {table}"
-    iceberg = StaticTable.from_metadata(str(metadata))
+    iceberg = iceberg_hadoop_table(warehouse, TABLE)
+    assert iceberg is not None, f"no table {TABLE} in {warehouse}"
     committed_ms = {s.snapshot_id: s.timestamp_ms for s in iceberg.snapshots()}
     entries = iceberg.inspect.entries().to_pylist()
     parts = []
@@ -412,13 +385,13 @@ class RunFailedError(RuntimeError):
     """A run that cannot finish: a task FAILED, or the table stopped growing."""
 
 
-def wait_rows(contender: Contender, table: Path, records: int, what: str) -> None:
-    last = [total_records(table), time.monotonic()]
+def wait_rows(contender: Contender, warehouse: Path, records: int, what: str) -> None:
+    last = [total_records(warehouse), time.monotonic()]
 
     def seen() -> int:
         if trace := contender.failed_task():
             raise RunFailedError(f"a task FAILED: {trace}")
-        rows = total_records(table)
+        rows = total_records(warehouse)
         if rows != last[0]:
             last[:] = [rows, time.monotonic()]
         elif time.monotonic() - last[1] > STALL_S:
@@ -438,28 +411,30 @@ def run_once(system: str, repeat: int, bootstrap: str, backlog: str, root: Path,
     root.mkdir(parents=True)
     live = new_topic(bootstrap, f"{system}-live", PARTITIONS)
     contender = CONTENDERS[system](bootstrap, root, f"{backlog},{live}", plan)
-    table = table_dir(root / "warehouse", TABLE)
+    warehouse = root / "warehouse"
     began = time.monotonic()
     try:
         contender.start()
         created = time.time()
         contender.create()
-        wait_rows(contender, table, plan.records, "the backlog committed")
+        wait_rows(contender, warehouse, plan.records, "the backlog committed")
         produce_paced(bootstrap, live, plan.latency_ids, plan.rate)
-        wait_rows(contender, table, plan.latency_ids.stop, "the latency wave committed")
+        wait_rows(contender, warehouse, plan.latency_ids.stop, "the latency wave committed")
         with producing(bootstrap, live, plan.crash_ids, plan.rate) as sent:
-            wait_rows(contender, table, plan.latency_ids.stop + 1, "a snapshot of the crash wave")
+            wait_rows(
+                contender, warehouse, plan.latency_ids.stop + 1, "a snapshot of the crash wave"
+            )
             killed_mid_wave = not sent.is_set()
             restart_s = contender.crash_and_restart()
-        wait_rows(contender, table, plan.crash_ids.stop, "every record after the crash")
+        wait_rows(contender, warehouse, plan.crash_ids.stop, "every record after the crash")
         time.sleep(SETTLE_INTERVALS * plan.commit_interval_ms / 1000)
     except BaseException:
         print(f"--- {system} log (last lines) ---\n{tail(contender.worker.log_text())}", flush=True)
         raise
     finally:
         contender.worker.kill()
-    history = committed_snapshots(table)
-    rows = read_rows(table)
+    history = committed_snapshots(warehouse)
+    rows = read_rows(warehouse)
     latency = latencies_s(rows, plan.latency_ids)
     return Run(
         system=system,
