@@ -1,7 +1,7 @@
 """`kafka-to-delta` on one real worker, Apache Kafka and real Spark, the table read back
 with delta-rs (`deltalake`), not Spark: two tasks append a 2-partition topic to one
 partitioned table, every record once, while the worker is SIGKILLed mid-stream and
-comes back; `schema.evolution=add-columns` adds a column a changed `transform.sql`
+comes back replaying a batch the table holds (which Delta's transaction id skips); `schema.evolution=add-columns` adds a column a changed `transform.sql`
 brings, `none` fails the task naming it; and the bad inputs (a plain directory as
 `table.path`, a partition column the data lacks) fail their task with a message naming
 the problem while the worker and a good connector beside them run on; an offsets reset
@@ -28,6 +28,8 @@ from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
+from worker.checkpoint_layout import checkpoint_dir_for
+from worker.checkpoint_offsets import newest_committed_batch
 from worker.connectors.delta_sink import DeltaSink, delta_session
 from worker.embedded_broker import EmbeddedBroker
 from worker.spark_packages import DELTA, spark_package_jars
@@ -144,27 +146,49 @@ def test_two_tasks_write_one_table_every_record_once_across_a_sigkill(
     finally:
         producer.join()
     worker.process.kill()
+    # Whatever moment the kill hit, each task now replays a batch the table holds.
+    replayed = [
+        forget_newest_commit(checkpoint_dir_for(worker.process.checkpoint_root, "orders", task))
+        for task in range(2)
+    ]
     produce(broker.bootstrap_servers, topic, keyed(range(2 * WAVE, 3 * WAVE)))
     api = worker.restart()
     api.wait_states("orders", "RUNNING", ["RUNNING", "RUNNING"])
     found = wait_rows(table, 3 * WAVE, "every record after the restart")
     api.call("DELETE", "/connectors/orders", 204)
+    versions = [v for v in committed_transactions(table) if v[1] in replayed]
 
     assert_once(found, range(3 * WAVE))
     delta = DeltaTable(str(table))
     assert delta.metadata().partition_columns == ["partition"]
     assert {r["partition"] for r in found} == {0, 1}
     assert len(app_ids(table)) == 2, "one app id per task's checkpoint"
+    assert len(versions) == len(set(versions)), "a replayed batch was committed again"
+
+
+def forget_newest_commit(checkpoint: Path) -> int:
+    """Leave the checkpoint as a crash between Delta's commit and Spark's commit log
+    leaves it: the newest batch, which the table holds, runs again on the next start."""
+    batch = newest_committed_batch(checkpoint)
+    assert batch >= 0
+    for name in (str(batch), f".{batch}.crc"):
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    return batch
+
+
+def committed_transactions(table: Path) -> list[tuple[str, int]]:
+    """(app id, version) of every Delta commit that carried a transaction."""
+    return [
+        (action["txn"]["appId"], action["txn"]["version"])
+        for path in sorted((table / "_delta_log").glob("*.json"))
+        for action in map(json.loads, path.read_text().splitlines())
+        if "txn" in action
+    ]
 
 
 def app_ids(table: Path) -> set[str]:
     """The transaction app ids in the table's log: one per checkpoint that wrote it."""
-    return {
-        action["txn"]["appId"]
-        for path in sorted((table / "_delta_log").glob("*.json"))
-        for action in map(json.loads, path.read_text().splitlines())
-        if "txn" in action
-    }
+    return {app for app, _ in committed_transactions(table)}
 
 
 def pause_and_set(api: Api, name: str, new_config: dict[str, str]) -> None:
