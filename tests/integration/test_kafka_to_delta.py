@@ -1,14 +1,15 @@
 """`kafka-to-delta` on one real worker, Apache Kafka and real Spark, the table read back
 with delta-rs (`deltalake`), not Spark: two tasks append a 2-partition topic to one
 partitioned table, every record once, while the worker is SIGKILLed mid-stream and
-comes back replaying a batch the table holds (which Delta's transaction id skips); `schema.evolution=add-columns` adds a column a changed `transform.sql`
-brings, `none` fails the task naming it; and the bad inputs (a plain directory as
-`table.path`, a partition column the data lacks) fail their task with a message naming
-the problem while the worker and a good connector beside them run on; an offsets reset
-writes the records again (a new app id), never skips them. Also, in this
-process's own Spark: three tasks' first batches racing to create one table, each with
-a column of its own, all land once (Delta's concurrent-modification exceptions retried),
-and a replay of each adds nothing."""
+comes back replaying a batch the table holds (which Delta's transaction id skips);
+`schema.evolution=add-columns` adds a column a changed `transform.sql` brings, `none`
+fails the task naming it; the bad inputs (a plain directory as `table.path`, a
+partition column the data lacks) fail their task with a message naming the problem
+while the worker and a good connector beside them run on; an offsets reset writes the
+records again (a new app id), never skips them. Also, in this process's own Spark:
+three tasks' first batches racing to create one table, each with a column of its own,
+all land once (Delta's concurrent-modification exceptions retried), and a replay of
+each adds nothing."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from typing import Any
 
 import pytest
 from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
 
 from tests.support.kafka_topics import keyed, new_topic, produce
+from tests.support.lakehouse import delta_rows
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
@@ -75,17 +76,10 @@ def worker(
         started.process.kill()
 
 
-def rows(table: Path) -> list[dict[str, Any]]:
-    """Every row of the table's newest version; none before its first commit."""
-    try:
-        found: list[dict[str, Any]] = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
-    except TableNotFoundError:
-        return []
-    return found
-
-
 def wait_rows(table: Path, count: int, what: str) -> list[dict[str, Any]]:
-    return wait_until(lambda: rows(table), 180, what=what, until=lambda found: len(found) >= count)
+    return wait_until(
+        lambda: delta_rows(table), 180, what=what, until=lambda found: len(found) >= count
+    )
 
 
 def assert_once(found: list[dict[str, Any]], numbers: range) -> None:
@@ -234,7 +228,7 @@ def test_add_columns_adds_a_new_column_and_none_fails_naming_it(
     assert "new columns `shout`" in trace
     assert "schema.evolution=none" in trace
     assert "size" not in trace.split("new columns", 1)[1].split("(", 1)[0]
-    assert len(rows(table)) == 200
+    assert len(delta_rows(table)) == 200
     assert "shout" not in DeltaTable(str(table)).schema().to_arrow().names
 
 
@@ -321,7 +315,7 @@ def test_racing_first_batches_create_the_table_and_merge_their_columns_once(
         provider.stop()
 
     assert errors == []
-    found = rows(table)
+    found = delta_rows(table)
     assert sorted(r["id"] for r in found) == list(range(30))
     assert all(r[f"n{r['id'] // 10}"] == r["id"] for r in found)
     assert DeltaTable(str(table)).metadata().partition_columns == ["part"]
