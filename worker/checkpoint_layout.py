@@ -7,6 +7,7 @@ operations and connectors checking their split all go through here.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Final
 
@@ -34,3 +35,13 @@ def checkpointed_tasks(checkpoint_root: Path, connector: str) -> list[int]:
         for name in names
         if name.startswith(TASK_DIR_PREFIX) and name.removeprefix(TASK_DIR_PREFIX).isdigit()
     )
+
+
+def checkpoint_query_id(checkpoint_dir: Path) -> str:
+    """The id Spark gave the query whose checkpoint this is (`<checkpoint>/metadata`,
+    written when a query is first created on it, before its first batch): the same on
+    every restart and every worker, new after the checkpoint is reset. A table sink keys
+    its idempotent commits by it (Delta's own streaming sink does), rather than by
+    `query.id` in Python: the first batch may run before `start()` has returned."""
+    first = (checkpoint_dir / "metadata").read_text(encoding="utf-8").splitlines()[0]
+    return str(json.loads(first)["id"])

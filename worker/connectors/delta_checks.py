@@ -3,17 +3,16 @@ Spark): a batch whose columns the table cannot take, a partition column the batc
 a directory that is not a Delta table. Each refusal names exactly what is at fault,
 where Delta's own error would name less (or, for a plain directory, write into it).
 
-Columns are compared by name without regard to case, as Spark and Delta resolve them,
-and by type as Spark spells it (`simpleString`: `bigint`, `struct<a:int>`), without
-nullability, which a lakehouse table does not keep from a DataFrame. A struct column
-whose fields change is one changed column.
+Columns are compared as `worker.connectors.table_columns` does, a column taking only
+values of its own type (Delta's files keep the type they were written with).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final, Literal
+
+from worker.connectors.table_columns import Column, ColumnDifference
 
 SchemaEvolution = Literal["none", "add-columns"]
 EVOLUTION_KEY: Final = "schema.evolution"
@@ -21,60 +20,16 @@ PARTITION_KEY: Final = "table.partition.by"
 LOG_DIRECTORY: Final = "_delta_log"
 
 
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-
-
-@dataclass(frozen=True)
-class TypeChange:
-    name: str
-    table_type: str
-    batch_type: str
-
-
-@dataclass(frozen=True)
-class SchemaDifference:
-    """How a batch's columns differ from its table's."""
-
-    new: tuple[Column, ...] = ()
-    """In the batch, not in the table."""
-    changed: tuple[TypeChange, ...] = ()
-    """In both, with another type."""
-    missing: tuple[Column, ...] = ()
-    """In the table, not in the batch: appended as nulls, whatever the evolution."""
-
-
-def schema_difference(table: Sequence[Column], batch: Sequence[Column]) -> SchemaDifference:
-    by_name = {column.name.lower(): column for column in table}
-    batch_names = {column.name.lower() for column in batch}
-    new = tuple(c for c in batch if c.name.lower() not in by_name)
-    changed = tuple(
-        TypeChange(c.name, by_name[c.name.lower()].type, c.type)
-        for c in batch
-        if c.name.lower() in by_name and by_name[c.name.lower()].type != c.type
-    )
-    missing = tuple(c for c in table if c.name.lower() not in batch_names)
-    return SchemaDifference(new, changed, missing)
-
-
 def schema_refusal(
-    difference: SchemaDifference, evolution: SchemaEvolution, table: str
+    difference: ColumnDifference, evolution: SchemaEvolution, table: str
 ) -> str | None:
     """Why the batch must not be appended, or None. A type never changes (the table's
     files keep the old one); new columns only under `add-columns`."""
     faults = []
-    if difference.new and evolution == "none":
-        faults.append("new columns " + ", ".join(f"`{c.name}` {c.type}" for c in difference.new))
+    if difference.added and evolution == "none":
+        faults.append("new columns " + ", ".join(f"`{c.name}` {c.type}" for c in difference.added))
     if difference.changed:
-        faults.append(
-            "changed types "
-            + ", ".join(
-                f"`{c.name}` {c.table_type} in the table, {c.batch_type} in the batch"
-                for c in difference.changed
-            )
-        )
+        faults.append("changed types " + ", ".join(str(c) for c in difference.changed))
     if not faults:
         return None
     advice = (

@@ -23,7 +23,6 @@ batch is tried again (its transaction id makes that safe even if it had committe
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -31,22 +30,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from worker.checkpoint_layout import checkpoint_query_id
 from worker.connectors.claimed_batches import BatchStep, start_claimed_query
 from worker.connectors.delta_checks import (
-    Column,
     SchemaEvolution,
     missing_partition_columns,
     plain_directory_refusal,
-    schema_difference,
     schema_refusal,
 )
+from worker.connectors.table_columns import Column, columns_of, compare_columns
 from worker.failure_traces import MAX_CHAIN
 from worker.plugins import TaskContext
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
-    from pyspark.sql.types import StructType
 
 DELTA_CATALOG: Final = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 CONCURRENT_MODIFICATION: Final = "org.apache.spark.sql.delta.DeltaConcurrentModificationException"
@@ -59,17 +57,6 @@ log = logging.getLogger(__name__)
 
 class DeltaTableRefused(RuntimeError):
     """The batch would put something into the table (or the directory) it must not."""
-
-
-def columns_of(schema: StructType) -> list[Column]:
-    return [Column(f.name, f.dataType.simpleString()) for f in schema.fields]
-
-
-def streaming_query_id(checkpoint_dir: Path) -> str:
-    """The id Spark wrote to the checkpoint when its first query was made (before that
-    query's first batch: the metadata is written when the query is created)."""
-    metadata = json.loads((checkpoint_dir / "metadata").read_text(encoding="utf-8"))
-    return str(metadata["id"])
 
 
 def java_class_names(error: BaseException) -> list[str]:
@@ -142,19 +129,19 @@ class DeltaSink:
 
     def _check(self, batch: list[Column]) -> None:
         if self._known is not None:
-            difference = schema_difference(self._known, batch)
-            if not difference.new and not difference.changed:
+            difference = compare_columns(self._known, batch)
+            if not difference.added and not difference.changed:
                 return
         table = self._table_columns()
         if table is None:
             self.refuse_plain_directory()
             return
         self._known = table
-        refuse(schema_refusal(schema_difference(table, batch), self._evolution, self._path))
+        refuse(schema_refusal(compare_columns(table, batch), self._evolution, self._path))
 
     def _append(self, rows: DataFrame, batch_id: int) -> None:
         if self._app_id is None:
-            self._app_id = streaming_query_id(self._checkpoint_dir)
+            self._app_id = checkpoint_query_id(self._checkpoint_dir)
         writer = (
             rows.write.format("delta")
             .mode("append")

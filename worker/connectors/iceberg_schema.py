@@ -1,13 +1,12 @@
 """Whether a batch's columns fit its Iceberg table, and what evolving the table means.
 
-Columns are compared by name, blind to case as Spark resolves them, and by Spark's type
-(`DataType.simpleString`). A batch may lack a table column (it is written as null) and
-may hold a narrower type than the table's (Spark widens it on write: `int` into
-`bigint`). A column the table lacks, or a type the table cannot take, is a change:
-refused unless `iceberg.tables.evolve-schema-enabled`, which adds the column, or widens
-the table's type where Iceberg allows it (`int` to `bigint`, `float` to `double`, a
-decimal's precision up at the same scale). Other type changes, and changes inside a
-struct, are refused either way, naming the column.
+Columns are compared as `worker.connectors.table_columns` does. A batch may lack a
+table column (it is written as null) and may hold a narrower type than the table's
+(Spark widens it on write: `int` into `bigint`). A column the table lacks, or a type the
+table cannot take, is a change: refused unless `iceberg.tables.evolve-schema-enabled`,
+which adds the column, or widens the table's type where Iceberg allows it (`int` to
+`bigint`, `float` to `double`, a decimal's precision up at the same scale). Other type
+changes, and changes inside a struct, are refused either way, naming the column.
 """
 
 from __future__ import annotations
@@ -16,27 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from worker.connectors.table_columns import Column, TypeChange, compare_columns
+
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _INTEGERS: Final = ("tinyint", "smallint", "int", "bigint")
 STORED_AS: Final = {"tinyint": "int", "smallint": "int"}
 """Iceberg has no byte or short: Spark's table shows them as int."""
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-    """Spark's `simpleString` of the type, e.g. `bigint`, `decimal(10,2)`, `struct<a:int>`."""
-
-
-@dataclass(frozen=True)
-class TypeChange:
-    column: str
-    table_type: str
-    batch_type: str
-
-    def __str__(self) -> str:
-        return f"{self.column} ({self.table_type} in the table, {self.batch_type} in the batch)"
 
 
 @dataclass(frozen=True)
@@ -81,20 +65,10 @@ def _decimal_widens(narrow: str, wide: str) -> bool:
 
 
 def compare(table: list[Column], batch: list[Column]) -> SchemaDiff:
-    by_name = {column.name.lower(): column for column in table}
-    seen = {column.name.lower() for column in batch}
-    added: list[Column] = []
-    widened: list[TypeChange] = []
-    incompatible: list[TypeChange] = []
-    for column in batch:
-        existing = by_name.get(column.name.lower())
-        if existing is None:
-            added.append(column)
-        elif not writable(column.type, existing.type):
-            change = TypeChange(existing.name, existing.type, column.type)
-            (widened if evolvable(existing.type, column.type) else incompatible).append(change)
-    absent = [column for column in table if column.name.lower() not in seen]
-    return SchemaDiff(tuple(added), tuple(widened), tuple(incompatible), tuple(absent))
+    difference = compare_columns(table, batch, writable)
+    widened = tuple(c for c in difference.changed if evolvable(c.table_type, c.batch_type))
+    incompatible = tuple(c for c in difference.changed if c not in widened)
+    return SchemaDiff(difference.added, widened, incompatible, difference.absent)
 
 
 EVOLVE_KEY: Final = "iceberg.tables.evolve-schema-enabled"

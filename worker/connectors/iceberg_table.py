@@ -27,12 +27,12 @@ from worker.connectors.iceberg_catalog import (
     TableName,
     missing_partition_columns,
 )
-from worker.connectors.iceberg_schema import Column, SchemaDiff, compare, schema_problem
+from worker.connectors.iceberg_schema import SchemaDiff, compare, schema_problem
+from worker.connectors.table_columns import columns_of
 from worker.plugins import HIDDEN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import DataType
 
 log = logging.getLogger(__name__)
 
@@ -127,20 +127,13 @@ def committed_snapshot(
     return int(found[0][0]) if found else None
 
 
-def _columns(fields: list[tuple[str, DataType]]) -> list[Column]:
-    return [Column(name, data_type.simpleString()) for name, data_type in fields]
-
-
 def fitted(session: SparkSession, rules: TableRules, rows: DataFrame) -> DataFrame:
     """`rows` as the table takes them: the table evolved first when the rows need it and
     it may be, the table's columns the rows lack added as nulls."""
     from pyspark.sql import functions
 
     table = session.table(rules.qualified).schema
-    diff = compare(
-        _columns([(f.name, f.dataType) for f in table]),
-        _columns([(f.name, f.dataType) for f in rows.schema]),
-    )
+    diff = compare(columns_of(table), columns_of(rows.schema))
     problem = schema_problem(diff, str(rules.name), rules.evolve)
     if problem is not None:
         raise IcebergTableError(problem)
@@ -167,14 +160,14 @@ def _evolve(session: SparkSession, rules: TableRules, diff: SchemaDiff, rows: Da
         session.sql(f"ALTER TABLE {rules.qualified} ADD COLUMNS ({columns})")
     for change in diff.widened:
         session.sql(
-            f"ALTER TABLE {rules.qualified} ALTER COLUMN `{change.column}` "
-            f"TYPE {sql_type(change.column)}"
+            f"ALTER TABLE {rules.qualified} ALTER COLUMN `{change.name}` "
+            f"TYPE {sql_type(change.name)}"
         )
     log.info(
         "Evolved Iceberg table %s: added %s, widened %s",
         rules.name,
         [c.name for c in diff.added] or "nothing",
-        [c.column for c in diff.widened] or "nothing",
+        [c.name for c in diff.widened] or "nothing",
     )
 
 

@@ -12,16 +12,15 @@ commit whose outcome is unknown) is tried again here, from the check of the batc
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from pydantic import Field, SecretStr, field_validator
 
+from worker.checkpoint_layout import checkpoint_query_id
 from worker.connectors.claimed_batches import start_claimed_query
 from worker.connectors.iceberg_catalog import (
     CatalogSettings,
@@ -168,13 +167,6 @@ def settings_of(config: Mapping[str, str]) -> tuple[KafkaToIcebergSettings, Reco
     if problems:
         raise ConnectorConfigError(problems)
     return settings, converters
-
-
-def checkpoint_query_id(checkpoint_dir: Path) -> str:
-    """Spark's id of the query whose checkpoint this is (`metadata`, written when the
-    query first starts): the same on every restart and worker, new after a reset."""
-    first = (checkpoint_dir / "metadata").read_text().splitlines()[0]
-    return str(json.loads(first)["id"])
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from worker.checkpoint_layout import checkpoint_query_id
 from worker.checkpoint_offsets import (
     MAX_POSITION,
     OffsetsError,
@@ -138,3 +139,8 @@ def test_an_offset_spark_could_not_read_back_is_refused(offset: object, message:
     with pytest.raises(OffsetsError) as refused:
         check_offset(offset)
     assert message in str(refused.value)
+
+
+def test_a_checkpoints_query_id_is_what_spark_wrote_in_its_metadata(tmp_path: Path) -> None:
+    (tmp_path / "metadata").write_text(json.dumps({"id": "5f0c-1"}) + "\n")
+    assert checkpoint_query_id(tmp_path) == "5f0c-1"

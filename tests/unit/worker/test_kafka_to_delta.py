@@ -4,23 +4,17 @@ directory that is not a Delta table), decided from names and columns alone."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from worker.connectors.delta_checks import (
-    Column,
-    SchemaDifference,
     SchemaEvolution,
-    TypeChange,
     missing_partition_columns,
     plain_directory_refusal,
-    schema_difference,
     schema_refusal,
 )
-from worker.connectors.delta_sink import backoff_s, java_class_names, streaming_query_id
+from worker.connectors.delta_sink import backoff_s, java_class_names
 from worker.connectors.kafka_to_delta import KafkaToDeltaConnector, settings_of
+from worker.connectors.table_columns import Column, ColumnDifference, TypeChange, compare_columns
 from worker.plugins import ConnectorConfigError
 
 BASE = {
@@ -77,26 +71,26 @@ def test_the_table_is_a_written_location_and_binds_the_checkpoint() -> None:
 
 def test_the_same_columns_in_another_order_and_case_do_not_differ() -> None:
     batch = [Column("DAY", "date"), Column("id", "bigint"), Column("Name", "string")]
-    assert schema_difference(TABLE, batch) == SchemaDifference()
+    assert compare_columns(TABLE, batch) == ColumnDifference()
 
 
 def test_new_changed_and_missing_columns_are_told_apart() -> None:
     batch = [Column("id", "string"), Column("day", "date"), Column("region", "string")]
-    assert schema_difference(TABLE, batch) == SchemaDifference(
-        new=(Column("region", "string"),),
+    assert compare_columns(TABLE, batch) == ColumnDifference(
+        added=(Column("region", "string"),),
         changed=(TypeChange("id", "bigint", "string"),),
-        missing=(Column("name", "string"),),
+        absent=(Column("name", "string"),),
     )
 
 
 def test_a_struct_whose_fields_change_is_a_changed_column() -> None:
     table = [Column("v", "struct<a:int>")]
-    difference = schema_difference(table, [Column("v", "struct<a:int,b:int>")])
+    difference = compare_columns(table, [Column("v", "struct<a:int,b:int>")])
     assert difference.changed == (TypeChange("v", "struct<a:int>", "struct<a:int,b:int>"),)
 
 
 def test_without_evolution_a_new_column_is_refused_by_name() -> None:
-    difference = schema_difference(TABLE, [*TABLE, Column("region", "string")])
+    difference = compare_columns(TABLE, [*TABLE, Column("region", "string")])
     refusal = schema_refusal(difference, "none", "/lake/orders")
     assert refusal is not None
     assert "/lake/orders" in refusal
@@ -105,7 +99,7 @@ def test_without_evolution_a_new_column_is_refused_by_name() -> None:
 
 
 def test_add_columns_takes_new_columns() -> None:
-    difference = schema_difference(TABLE, [*TABLE, Column("region", "string")])
+    difference = compare_columns(TABLE, [*TABLE, Column("region", "string")])
     assert schema_refusal(difference, "add-columns", "/lake/orders") is None
 
 
@@ -114,21 +108,21 @@ def test_a_changed_type_is_refused_by_name_whatever_the_evolution(
     evolution: SchemaEvolution,
 ) -> None:
     batch = [Column("id", "string"), Column("name", "string"), Column("day", "date")]
-    refusal = schema_refusal(schema_difference(TABLE, batch), evolution, "/t")
+    refusal = schema_refusal(compare_columns(TABLE, batch), evolution, "/t")
     assert refusal is not None
     assert "changed types `id` bigint in the table, string in the batch" in refusal
 
 
 @pytest.mark.parametrize("evolution", ["none", "add-columns"])
 def test_missing_columns_are_no_refusal(evolution: SchemaEvolution) -> None:
-    difference = schema_difference(TABLE, TABLE[:1])
-    assert difference.missing == tuple(TABLE[1:])
+    difference = compare_columns(TABLE, TABLE[:1])
+    assert difference.absent == tuple(TABLE[1:])
     assert schema_refusal(difference, evolution, "/t") is None
 
 
 def test_both_faults_are_named_in_one_message() -> None:
     batch = [Column("id", "int"), Column("extra", "double")]
-    refusal = schema_refusal(schema_difference(TABLE, batch), "none", "/t")
+    refusal = schema_refusal(compare_columns(TABLE, batch), "none", "/t")
     assert refusal is not None
     assert "`extra` double" in refusal
     assert "`id` bigint in the table, int in the batch" in refusal
@@ -152,11 +146,6 @@ def test_a_directory_with_files_but_no_delta_log_is_refused() -> None:
     assert refusal is not None
     assert refusal.startswith("table.path /t is not a Delta table")
     assert "a.csv, b.csv, c.csv, ..." in refusal
-
-
-def test_the_app_id_is_the_query_id_spark_keeps_in_the_checkpoint(tmp_path: Path) -> None:
-    (tmp_path / "metadata").write_text(json.dumps({"id": "3f1c"}) + "\n")
-    assert streaming_query_id(tmp_path) == "3f1c"
 
 
 def test_a_python_error_has_no_java_classes_and_backoff_stays_bounded() -> None:

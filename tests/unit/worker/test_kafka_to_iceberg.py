@@ -4,9 +4,6 @@ loop's retry and password hiding."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from pyspark.errors import PySparkException
 
@@ -22,15 +19,15 @@ from worker.connectors.iceberg_catalog import (
     parse_partition_by,
     parse_table,
 )
-from worker.connectors.iceberg_schema import Column, TypeChange, compare, schema_problem
+from worker.connectors.iceberg_schema import compare, schema_problem
 from worker.connectors.iceberg_table import IcebergCatalogError
 from worker.connectors.kafka_to_iceberg import (
     KafkaToIcebergConnector,
     catalog_errors,
-    checkpoint_query_id,
     settings_of,
     with_retries,
 )
+from worker.connectors.table_columns import Column, TypeChange
 from worker.plugins import HIDDEN, ConnectorConfigError, secret_keys
 
 HADOOP = {
@@ -193,17 +190,12 @@ def test_schema_comparison() -> None:
     assert changed.incompatible == (TypeChange("name", "string", "int"),)
     for evolve in (False, True):
         problem = schema_problem(changed, "s.t", evolve)
-        assert problem is not None and "name (string in the table, int in the batch)" in problem
+        assert problem is not None and "`name` string in the table, int in the batch" in problem
 
 
 def test_small_integers_are_stored_as_int() -> None:
     assert not compare([Column("n", "int")], [Column("n", "smallint")]).changes
     assert compare([Column("n", "int")], [Column("n", "bigint")]).widened
-
-
-def test_the_app_id_is_the_checkpoints_query_id(tmp_path: Path) -> None:
-    (tmp_path / "metadata").write_text(json.dumps({"id": "5f0c-1"}) + "\n")
-    assert checkpoint_query_id(tmp_path) == "5f0c-1"
 
 
 def test_catalog_errors_hide_the_password() -> None:
