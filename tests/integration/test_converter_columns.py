@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import functions as f
 from pyspark.sql.types import BinaryType, StructType, _parse_datatype_string
 
-from worker.converters.columns import decode, encode, row_payload
+from worker.converters.columns import decode, encode, row_payload, with_parses
 from worker.converters.payload_types import declared_type, inferred_type
 from worker.converters.records import (
     ERROR_COLUMN,
@@ -101,7 +101,11 @@ def test_json_rows_come_back_as_they_were(spark: SparkSession, settings: dict[st
     read = converter_spec(settings, "value", "read")
     payload_type = declared_type(read, spark) or inferred_type(read, spark, texts)
     decoded = decode(read, f.col("raw").cast("binary"), payload_type)
-    back = encoded.select(decoded.value.alias("v"), decoded.failed.alias("failed")).collect()
+    back = (
+        with_parses(encoded, decoded)
+        .select(decoded.value.alias("v"), decoded.failed.alias("failed"))
+        .collect()
+    )
     assert [r.failed for r in back] == [False, False]
     as_read = {field: [getattr(r.v, field) for r in back] for field in original.columns}
     as_written = {
@@ -146,7 +150,11 @@ def test_avro_comes_back_as_it_was_with_or_without_confluents_prefix(
     encoded = original.select(encode(spec, payload, data_type).alias("raw"))
     assert all(bytes(r.raw).startswith(prefix) for r in encoded.collect())
     decoded = decode(spec, f.col("raw"), None)
-    back = encoded.select(decoded.value.alias("v"), decoded.failed.alias("failed")).collect()
+    back = (
+        with_parses(encoded, decoded)
+        .select(decoded.value.alias("v"), decoded.failed.alias("failed"))
+        .collect()
+    )
     assert [(r.v.id, r.v.name, r.failed) for r in back] == [(1, "a", False), (2, None, False)]
     # Every field may be null: a payload Avro cannot read decodes as a record of nulls.
     assert declared_type(spec, spark) == _parse_datatype_string("id LONG, name STRING")
@@ -174,7 +182,11 @@ def test_one_column_rows_through_each_converter(
     )
     encoded = original.select(encode(spec, column, data_type).cast("binary").alias("raw"))
     decoded = decode(spec, f.col("raw"), declared_type(spec, spark) or data_type)
-    back = encoded.select(decoded.value.alias("v"), decoded.failed.alias("f")).collect()
+    back = (
+        with_parses(encoded, decoded)
+        .select(decoded.value.alias("v"), decoded.failed.alias("f"))
+        .collect()
+    )
     assert [(r.v, r.f) for r in back] == [(value, False), (None, False)]
 
 
@@ -206,7 +218,8 @@ def test_what_cannot_be_converted_is_marked_and_nulls_are_not(
         settings = {**settings, "value.schema": "id LONG"}
     spec = converter_spec(settings, "value", "read")
     raw = spark.createDataFrame([(p,) for p in [*payloads, None, b"null"]], "raw BINARY")
-    marked = raw.select(decode(spec, f.col("raw"), declared_type(spec, spark)).failed.alias("f"))
+    decoded = decode(spec, f.col("raw"), declared_type(spec, spark))
+    marked = with_parses(raw, decoded).select(decoded.failed.alias("f"))
     expected = [True] * len(payloads) + [False, spec.kind == "avro"]
     assert [r.f for r in marked.collect()] == expected
 

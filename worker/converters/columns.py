@@ -7,6 +7,11 @@ the caller decides what a failed record does (fail the task today; a dead letter
 later). JSON is parsed PERMISSIVE with a corrupt-record field, Avro PERMISSIVE with the
 schema's non-null fields as the sign (`avro_schema`); an Avro schema that can show no
 sign is decoded FAILFAST, so a bad payload fails the query rather than passing as nulls.
+
+Spark evaluates `from_json` without generated code, so nothing shares one parse among the
+expressions that read it: the value and its failure sign read the parse as a column
+(`Decoded.parsed`), which the caller computes once, in a projection below them. Inlined,
+a record of three fields was parsed five times (a million records: 9 s, not 3.5 s).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from worker.converters.connect_schema import (
 from worker.converters.spec import ConverterSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
 
 CORRUPT_FIELD: Final = "__sparkherd_corrupt_record"
 """Where PERMISSIVE `from_json` puts a record it could not parse (a name no payload has)."""
@@ -73,6 +78,15 @@ class Decoded:
     value: Column
     failed: Column
     """True where the input was not null and could not be converted."""
+    parsed: Column | None = None
+    """The parse `value` and `failed` read as a column of its name, which `with_parses`
+    adds to the frame they are selected from (None: they read only the raw column)."""
+
+
+def with_parses(frame: DataFrame, *decoded: Decoded) -> DataFrame:
+    """`frame` with the parses that `decoded` read, each computed once, below them."""
+    parses = [d.parsed for d in decoded if d.parsed is not None]
+    return frame.select("*", *parses) if parses else frame
 
 
 def decode(spec: ConverterSpec, raw: Column, payload_type: DataType | None) -> Decoded:
@@ -97,27 +111,29 @@ def _decode_json(spec: ConverterSpec, raw: Column, payload_type: DataType) -> De
     text = raw.cast("string")
     absent = raw.isNull() | (f.trim(text) == "null")
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_FIELD}
+    name = f"__sparkherd_parsed_{spec.side}"
+    parsed = f.col(name)
     if spec.schemas_enable:
         # Dates and timestamps travel as numbers inside Connect's envelope.
         payload = StructField("payload", wire_type(payload_type))
-        parsed = f.from_json(text, _with_corrupt_field([payload]), options)
+        parse = f.from_json(text, _with_corrupt_field([payload]), options)
         value = from_wire(parsed["payload"], payload_type)
         keys = f.json_object_keys(text)
         broken = parsed[CORRUPT_FIELD].isNotNull() | f.coalesce(
             ~f.array_contains(keys, "payload"), f.lit(True)
         )
     elif isinstance(payload_type, StructType):
-        parsed = f.from_json(text, _with_corrupt_field(payload_type.fields), options)
+        parse = f.from_json(text, _with_corrupt_field(payload_type.fields), options)
         value = parsed.dropFields(CORRUPT_FIELD)
         broken = parsed[CORRUPT_FIELD].isNotNull()
     else:
         # A bare value (`42`, `"a"`, `[1]`) is read as the one element of a JSON array:
         # from_json takes no primitive at the top, and a second element is a failure.
         listed = f.concat(f.lit("["), text, f.lit("]"))
-        parsed = f.from_json(listed, ArrayType(payload_type), options)
+        parse = f.from_json(listed, ArrayType(payload_type), options)
         value = parsed[0]
         broken = f.coalesce((f.size(parsed) != 1) | value.isNull(), f.lit(True))
-    return Decoded(f.when(~absent, value), ~absent & broken)
+    return Decoded(f.when(~absent, value), ~absent & broken, parse.alias(name))
 
 
 def _with_corrupt_field(fields: list[StructField]) -> StructType:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 from aiokafka import TopicPartition
 from pyspark.sql.types import DataType, StructField, StructType
 
-from worker.converters.columns import decode
+from worker.converters.columns import decode, with_parses
 from worker.converters.spec import ConverterSpec, RecordConverters, Side
 from worker.kafka.connection import KafkaConnection
 
@@ -74,6 +74,8 @@ def decode_records(raw: DataFrame, converters: RecordConverters, types: PayloadT
 
     key = decode(converters.key, f.col("key"), types.key)
     value = decode(converters.value, f.col("value"), types.value)
+    # Spark keeps the parses apart (it does not inline an expensive column read twice).
+    raw = with_parses(raw, key, value)
     both = f"{_named(converters.key)} and {_named(converters.value)}"
     error = (
         f.when(key.failed & value.failed, f.lit(both))
