@@ -227,9 +227,10 @@ class IcebergBatches:
         session = rows.sparkSession
         app_id = self._app_id()
         if not check_table_exists(session, self._rules):
+            # Only a table that was there before this attempt can hold this task's
+            # batch: a new one is not searched (a Spark job, 2 s on a cold worker).
             create_table(session, self._rules, rows)
-        snapshot = committed_snapshot(session, self._rules, app_id, batch_id)
-        if snapshot is not None:
+        elif (snapshot := committed_snapshot(session, self._rules, app_id, batch_id)) is not None:
             log.info(
                 "Batch %s is in Iceberg table %s already (snapshot %s): not committed again",
                 batch_id,
