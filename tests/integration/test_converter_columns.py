@@ -6,7 +6,6 @@ names where the record is, and the types a config declares are checked by Spark.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -16,6 +15,7 @@ import pytest
 from pyspark.sql import functions as f
 from pyspark.sql.types import BinaryType, StructType, _parse_datatype_string
 
+from tests.support.in_process_spark import in_process_spark
 from worker.converters.columns import decode, encode, row_payload, with_parses
 from worker.converters.payload_types import declared_type, inferred_type
 from worker.converters.records import (
@@ -27,8 +27,6 @@ from worker.converters.records import (
 from worker.converters.spec import RecordConverters, converter_spec
 from worker.kafka.source import SCHEMA
 from worker.plugins import ConnectorConfigError
-from worker.spark_packages import SPARK_AVRO, spark_package_jars
-from worker.spark_session import SparkSessionProvider
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,15 +48,9 @@ AVRO_ROW = json.dumps(
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    provider = SparkSessionProvider(
-        {"spark.master": "local[2]", "spark.sql.session.timeZone": "UTC"},
-        "converter-columns",
-        lambda: spark_package_jars([SPARK_AVRO], os.environ),
-    )
-    try:
-        yield provider.get()
-    finally:
-        provider.stop()
+    conf = {"spark.master": "local[2]", "spark.sql.session.timeZone": "UTC"}
+    with in_process_spark("converter-columns", conf) as session:
+        yield session
 
 
 def rows(spark: SparkSession) -> DataFrame:

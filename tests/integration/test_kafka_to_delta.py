@@ -6,7 +6,7 @@ comes back replaying a batch the table holds (which Delta's transaction id skips
 fails the task naming it; the bad inputs (a plain directory as `table.path`, a
 partition column the data lacks) fail their task with a message naming the problem
 while the worker and a good connector beside them run on; an offsets reset writes the
-records again (a new app id), never skips them. Also, in this process's own Spark:
+records again (a new app id), never skips them. Also, in a Spark of its own:
 three tasks' first batches racing to create one table, each with a column of its own,
 all land once (Delta's concurrent-modification exceptions retried), and a replay of
 each adds nothing."""
@@ -14,10 +14,12 @@ each adds nothing."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -267,9 +269,11 @@ def test_bad_inputs_fail_their_task_naming_the_problem_and_the_rest_runs_on(
     assert health.status_code == 200
 
 
-def test_racing_first_batches_create_the_table_and_merge_their_columns_once(
-    tmp_path: Path,
-) -> None:
+def race_first_batches(table: Path, root: Path) -> list[str]:
+    """Three sinks' first batches, each with a column of its own, started at once on one
+    new table, then each replayed; what any of them raised. Run in a process of its own:
+    a process keeps the JVM, and the jars, of the first SparkContext it started, and
+    another module's in-process Spark may have come first."""
     provider = SparkSessionProvider(
         {
             "spark.master": "local[2]",
@@ -279,8 +283,8 @@ def test_racing_first_batches_create_the_table_and_merge_their_columns_once(
         "delta-race",
         lambda: spark_package_jars([DELTA], os.environ),
     )
-    table = tmp_path / "race"
     tasks = range(3)
+    errors: list[str] = []
     try:
         spark = provider.get().newSession()
         batches = [
@@ -289,20 +293,19 @@ def test_racing_first_batches_create_the_table_and_merge_their_columns_once(
         ]
         sinks = []
         for i in tasks:
-            checkpoint = tmp_path / f"checkpoint-{i}"
+            checkpoint = root / f"checkpoint-{i}"
             checkpoint.mkdir()
             (checkpoint / "metadata").write_text(json.dumps({"id": f"query-{i}"}))
             session = delta_session(batches[i])
             sinks.append(DeltaSink(session, str(table), ["part"], "add-columns", checkpoint))
         start = threading.Barrier(len(tasks))
-        errors: list[BaseException] = []
 
         def first_batch(i: int) -> None:
             start.wait()
             try:
                 sinks[i].write(batches[i], 0)
-            except BaseException as exc:
-                errors.append(exc)
+            except Exception as exc:
+                errors.append(repr(exc))
 
         threads = [threading.Thread(target=first_batch, args=(i,)) for i in tasks]
         for thread in threads:
@@ -313,6 +316,16 @@ def test_racing_first_batches_create_the_table_and_merge_their_columns_once(
             sinks[i].write(batches[i], 0)
     finally:
         provider.stop()
+    return errors
+
+
+def test_racing_first_batches_create_the_table_and_merge_their_columns_once(
+    tmp_path: Path,
+) -> None:
+    table = tmp_path / "race"
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as child:
+        errors = child.submit(race_first_batches, table, tmp_path).result(timeout=300)
 
     assert errors == []
     found = delta_rows(table)

@@ -10,11 +10,11 @@ from aiokafka import TopicPartition
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
+from tests.support.in_process_spark import in_process_spark
 from worker.connectors.kafka_sink import ASSIGN_KEY
 from worker.connectors.kafka_to_files import KafkaToFilesTask
 from worker.kafka.source import SCHEMA, format_assignment
 from worker.plugins import TaskContext
-from worker.spark_session import SparkSessionProvider
 from worker.sql_policy import (
     QueryNotAllowed,
     analyze_query,
@@ -29,11 +29,8 @@ VIEWS = {"source": SCHEMA}
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    provider = SparkSessionProvider({"spark.master": "local[1]"}, "sparkherd-sql-policy-test")
-    try:
-        yield provider.get()
-    finally:
-        provider.stop()
+    with in_process_spark("sparkherd-sql-policy-test", {"spark.master": "local[1]"}) as session:
+        yield session
 
 
 @pytest.mark.parametrize(
