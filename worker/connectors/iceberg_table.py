@@ -29,7 +29,6 @@ from worker.connectors.iceberg_catalog import (
 )
 from worker.connectors.iceberg_schema import SchemaDiff, compare, schema_problem
 from worker.connectors.table_columns import columns_of
-from worker.plugins import HIDDEN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,10 +48,6 @@ class IcebergTableError(RuntimeError):
 
 class IcebergCatalogError(RuntimeError):
     """The catalog or table failed; the cause's text, its password hidden."""
-
-
-def hidden(text: str, secret: str | None) -> str:
-    return text.replace(secret, HIDDEN) if secret else text
 
 
 @dataclass(frozen=True)

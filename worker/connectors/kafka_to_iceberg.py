@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 from pydantic import Field, SecretStr, field_validator
 
 from worker.checkpoint_layout import checkpoint_query_id
+from worker.config_providers import hide
 from worker.connectors.claimed_batches import start_claimed_query
 from worker.connectors.iceberg_catalog import (
     CatalogSettings,
@@ -39,7 +40,6 @@ from worker.connectors.iceberg_table import (
     committed_snapshot,
     create_table,
     fitted,
-    hidden,
 )
 from worker.connectors.kafka_sink import (
     KafkaSinkConnector,
@@ -48,7 +48,14 @@ from worker.connectors.kafka_sink import (
     sink_settings,
 )
 from worker.converters.spec import RecordConverters
-from worker.plugins import ConfigProblem, ConnectorConfigError, NonEmptyStr, Task, TaskContext
+from worker.plugins import (
+    HIDDEN,
+    ConfigProblem,
+    ConnectorConfigError,
+    NonEmptyStr,
+    Task,
+    TaskContext,
+)
 from worker.record_errors.tolerant_batches import is_record_error
 
 if TYPE_CHECKING:
@@ -179,7 +186,8 @@ def catalog_errors(password: str | None) -> Iterator[None]:
     except Exception as exc:
         if type(exc).__module__.startswith("worker.") or is_record_error(exc):
             raise
-        raise IcebergCatalogError(hidden(f"{type(exc).__name__}: {exc}", password)) from None
+        cause = f"{type(exc).__name__}: {exc}"
+        raise IcebergCatalogError(hide(cause, {password: HIDDEN} if password else {})) from None
 
 
 def with_retries(
