@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import psycopg2  # type: ignore[import-untyped]
+import psycopg2
 
 from tests.support.processes import free_port
 

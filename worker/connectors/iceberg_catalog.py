@@ -4,7 +4,8 @@ The keys are those of Apache Iceberg's own Kafka Connect sink, so its users can 
 config over; only the two catalogs a worker can reach without more jars are offered
 (`hadoop`: a directory; `jdbc`: PostgreSQL, whose driver the worker ships), and only the
 catalog keys named here reach Iceberg: a passed-through `iceberg.catalog.*` could load a
-class of the user's choosing (`io-impl`, `catalog-impl`) into the worker.
+class of the user's choosing (`io-impl`, `catalog-impl`) into the worker, as could some
+parameters of the jdbc catalog's URL (`worker.connectors.jdbc_connection.check_jdbc_uri`).
 
 The catalog is set in the task's own Spark session (under `iceberg.catalog`'s name), so
 no other task, and not the worker's own session, sees it or its password.
@@ -33,14 +34,6 @@ _TRANSFORM = re.compile(
 _TOP_LEVEL_COMMA = re.compile(r",(?![^()]*\))")
 """A comma outside parentheses: `bucket(16, id)` is one field."""
 _WIDTH_TRANSFORMS: Final = ("bucket", "truncate")
-_CLASS_PARAMETERS: Final = (
-    "socketfactory",
-    "sslfactory",
-    "sslhostnameverifier",
-    "sslpasswordcallback",
-    "authenticationpluginclassname",
-)
-"""PostgreSQL JDBC URL parameters that name a class the driver instantiates."""
 
 
 class IcebergKeyError(ValueError):
@@ -132,18 +125,6 @@ def missing_partition_columns(fields: tuple[PartitionField, ...], columns: list[
         if f.column.lower() not in present:
             missing.setdefault(f.column.lower(), f.column)
     return list(missing.values())
-
-
-def check_jdbc_uri(uri: str) -> str:
-    """A PostgreSQL JDBC URL (the driver the worker ships), without the parameters that
-    make the driver instantiate a class named in the URL."""
-    if not uri.startswith("jdbc:postgresql:"):
-        raise IcebergKeyError("must be a PostgreSQL JDBC URL (jdbc:postgresql://host:port/db)")
-    parameters = uri.partition("?")[2].lower()
-    named = [p for p in _CLASS_PARAMETERS if re.search(rf"(^|&){p}=", parameters) is not None]
-    if named:
-        raise IcebergKeyError(f"may not set {named[0]}, which loads a class into the worker")
-    return uri
 
 
 def check_catalog_name(name: str) -> str:

@@ -28,7 +28,6 @@ from worker.connectors.iceberg_catalog import (
     CatalogType,
     catalog_conf,
     check_catalog_name,
-    check_jdbc_uri,
     parse_partition_by,
     parse_table,
 )
@@ -41,6 +40,7 @@ from worker.connectors.iceberg_table import (
     create_table,
     fitted,
 )
+from worker.connectors.jdbc_connection import check_jdbc_uri
 from worker.connectors.kafka_sink import (
     KafkaSinkConnector,
     KafkaSinkSettings,

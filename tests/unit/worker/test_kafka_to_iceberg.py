@@ -14,7 +14,6 @@ from worker.connectors.iceberg_catalog import (
     TableName,
     catalog_conf,
     check_catalog_name,
-    check_jdbc_uri,
     missing_partition_columns,
     parse_partition_by,
     parse_table,
@@ -132,14 +131,6 @@ def test_missing_partition_columns_are_named_once() -> None:
     fields = parse_partition_by("region, days(ts), bucket(4, Region)")
     assert missing_partition_columns(fields, ["TS", "key"]) == ["region"]
     assert missing_partition_columns(fields, ["ts", "region"]) == []
-
-
-def test_a_jdbc_url_may_not_load_classes() -> None:
-    assert (
-        check_jdbc_uri("jdbc:postgresql://h:5/db?ssl=true") == "jdbc:postgresql://h:5/db?ssl=true"
-    )
-    with pytest.raises(IcebergKeyError, match="socketFactory".lower()):
-        check_jdbc_uri("jdbc:postgresql://h/db?ssl=true&socketFactory=x.Y")
 
 
 def test_catalog_conf_for_each_type() -> None:
