@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from worker.connectors.files_to_kafka import FilesToKafkaConnector
 from worker.connectors.generator import GeneratorConnector
+from worker.connectors.jdbc_to_kafka import JdbcToKafkaConnector
 from worker.connectors.kafka_to_delta import KafkaToDeltaConnector
 from worker.connectors.kafka_to_files import KafkaToFilesConnector
 from worker.connectors.kafka_to_iceberg import KafkaToIcebergConnector
@@ -13,6 +14,7 @@ from worker.plugins import Connector
 BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (
     FilesToKafkaConnector,
     GeneratorConnector,
+    JdbcToKafkaConnector,
     KafkaToDeltaConnector,
     KafkaToFilesConnector,
     KafkaToIcebergConnector,

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Final, Literal
 from pydantic import BaseModel, Field
 
 from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
-from worker.converters.columns import ConverterMismatchError, encode, row_payload
+from worker.connectors.source_records import CONVERTER_DEFAULTS, PublishOnceSettings, encoded_row
+from worker.converters.columns import ConverterMismatchError
 from worker.converters.spec import (
     ConverterSettings,
     RecordConverters,
@@ -36,11 +37,9 @@ from worker.converters.spec import (
     record_converters,
 )
 from worker.kafka.connection import KafkaConnectionSettings
-from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.spark_io import publish_once
 from worker.kafka.topic_admin import ensure_source_topic
 from worker.kafka.topic_creation import topic_creation
-from worker.kafka.transactions import ExactlyOnceSupport
 from worker.plugins import (
     JAVA_INT_MAX,
     ConfigProblem,
@@ -54,7 +53,7 @@ from worker.plugins import (
 from worker.record_errors.settings import not_reading_kafka_problems
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
     from pyspark.sql.types import StructType
 
@@ -64,16 +63,9 @@ SPLIT_MARKER: Final = "files-split"
 UNSPLIT_FILES: Final = str(1 << 40)
 """`spark.sql.files.maxPartitionBytes` for a task: a file is read whole by one Spark
 task, so its rows come in file order (what the sink numbers them by)."""
-CONVERTER_DEFAULTS: Final = {
-    "key.converter": "string",
-    "value.converter": "json",
-    "value.converter.schemas.enable": "false",
-}
-"""What this connector wrote before it had converters: the key as a string, the row as
-plain JSON."""
 
 
-class FilesToKafkaSettings(KafkaConnectionSettings, ConverterSettings):
+class FilesToKafkaSettings(KafkaConnectionSettings, ConverterSettings, PublishOnceSettings):
     input_path: NonEmptyStr = Field(alias="input.path")
     input_format: Literal["json", "csv", "parquet"] = Field(default="json", alias="input.format")
     input_schema: NonEmptyStr | None = Field(
@@ -92,20 +84,6 @@ class FilesToKafkaSettings(KafkaConnectionSettings, ConverterSettings):
     )
     trigger_interval_ms: int = Field(
         default=1000, alias="trigger.interval.ms", ge=100, le=JAVA_INT_MAX
-    )
-    exactly_once_support: ExactlyOnceSupport = Field(
-        default="requested",
-        alias="exactly.once.support",
-        description="`requested`: Kafka transactions where the broker has them, the sink's "
-        "duplicate check otherwise; `required`: the task fails on a broker without them",
-    )
-    transaction_timeout_ms: int = Field(
-        default=TRANSACTION_TIMEOUT_MS,
-        alias="transaction.timeout.ms",
-        ge=1000,
-        le=JAVA_INT_MAX,
-        description="How long one partition of a batch may take to publish; at most the "
-        "broker's transaction.max.timeout.ms",
     )
 
 
@@ -195,23 +173,10 @@ def records(
     from pyspark.sql import functions as f
 
     file_name = f.col("_metadata.file_name")
-    key, value = encoded(rows.schema, settings, converters)
+    key, value = encoded_row(rows.schema, settings.key_field, converters)
     return rows.where(f.pmod(f.hash(file_name), f.lit(count)) == index).select(
         file_name.alias("origin"), key.alias("key"), value.alias("value")
     )
-
-
-def encoded(
-    schema: StructType, settings: FilesToKafkaSettings, converters: RecordConverters
-) -> tuple[Column, Column]:
-    """The key and the value of a row of `schema`, as the converters write them."""
-    from pyspark.sql import functions as f
-
-    key = f.lit(None)
-    if settings.key_field:
-        key_type = schema[settings.key_field].dataType
-        key = encode(converters.key, f.col(settings.key_field), key_type)
-    return key, encode(converters.value, *row_payload(converters.value, schema))
 
 
 class FilesToKafkaTask(Task):
@@ -302,7 +267,7 @@ class FilesToKafkaConnector(Connector):
 
         empty = spark.createDataFrame([], schema)
         try:
-            key, value = encoded(schema, settings, converters)
+            key, value = encoded_row(schema, settings.key_field, converters)
         except ConverterMismatchError as exc:
             raise ConnectorConfigError([ConfigProblem(exc.key, exc.problem)]) from None
         for spec, column in zip(converters, (key, value), strict=True):

@@ -28,9 +28,11 @@ epoch, so nothing it had in flight ever becomes visible.
 
 Options: `bootstrap.servers` (and the security keys of `KafkaConnection`), `topic`,
 `sink.id` (names this sink in the headers; unique per task), `progress.dir`, and
-optionally `claim` (`Claim.encode()`), `transactional.id.prefix` and
-`transaction.timeout.ms`. Input columns: `origin` (string), `key` and `value` (string or
-binary, key may be null).
+optionally `claim` (`Claim.encode()`), `transactional.id.prefix`,
+`transaction.timeout.ms` and `topics`. Input columns: `origin` (string), `key` and
+`value` (string or binary, key may be null), and with `topics` (a comma list: every
+topic a row may name, for the intent) a `topic` column routing each row (jdbc-to-kafka
+sends each table to a topic of its own from one query).
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class OutRow:
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
     """The record's own headers, sent before the sink's (a dead letter queue record's)."""
+    topic: str | None = None
+    """Where the row goes, when not to the batch's one topic (see `publish_batch`)."""
 
 
 @dataclass(frozen=True)
@@ -165,11 +169,15 @@ def publish_batch(
     rows: Iterable[OutRow],
     fenced_by: Callable[[], str | None] = lambda: None,
     transactional: bool = False,
+    routed: Sequence[str] = (),
 ) -> Published:
     """Send the rows of one partition of one batch that this sink has not sent yet; in
     one transaction when `transactional` (the client's producer started them and its
-    consumer reads `read_committed`)."""
-    partitions = [TopicPartition(topic, p) for p in kafka.partitions(topic)]
+    consumer reads `read_committed`). A row goes to `topic` unless it names its own
+    (`OutRow.topic`), which must be one of `routed`: the intent holds the ends of every
+    topic a row of the batch may go to."""
+    topics = dict.fromkeys([topic, *routed])
+    partitions = [TopicPartition(name, p) for name in topics for p in kafka.partitions(name)]
     since, seen_before = intents.open(batch, lambda: kafka.end_offsets(partitions))
     done = already_published(kafka, sink_id, since, partitions) if seen_before else set()
 
@@ -185,13 +193,17 @@ def publish_batch(
     try:
         while chunk := list(islice(pending, CHUNK_ROWS)):
             fresh = [
-                _outgoing(sink_id, identity, row) for identity, row in chunk if identity not in done
+                (row.topic, _outgoing(sink_id, identity, row))
+                for identity, row in chunk
+                if identity not in done
             ]
             skipped += len(chunk) - len(fresh)
             check_claim()
-            if fresh:
-                kafka.publish(topic, fresh)
-                sent += len(fresh)
+            for destination, records in _by_topic(topic, fresh).items():
+                if destination not in topics:
+                    raise ValueError(f"a row names topic {destination!r}, not one of {[*topics]}")
+                kafka.publish(destination, records)
+                sent += len(records)
         if transactional:
             check_claim()
             kafka.commit_transaction()
@@ -206,6 +218,16 @@ def publish_batch(
                 kafka.abort_transaction()
         raise
     return Published(sent, skipped)
+
+
+def _by_topic(
+    default: str, records: Sequence[tuple[str | None, Outgoing]]
+) -> dict[str, list[Outgoing]]:
+    """The records per topic, each topic's in their order."""
+    grouped: dict[str, list[Outgoing]] = {}
+    for topic, record in records:
+        grouped.setdefault(topic or default, []).append(record)
+    return grouped
 
 
 def _outgoing(sink_id: str, identity: Identity, row: OutRow) -> Outgoing:
@@ -235,6 +257,7 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
     def __init__(self, options: Mapping[str, str]) -> None:
         self._connection = KafkaConnection.from_options(options)
         self._topic = options["topic"]
+        self._routed = [t for t in options.get("topics", "").split(",") if t]
         self._sink_id = options["sink.id"]
         self._progress = Path(options["progress.dir"])
         self._intents = IntentLog(self._progress)
@@ -257,7 +280,12 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
         if holder is not None:
             raise PublishFencedError(f"Not publishing to {self._topic!r}: {holder} owns the task")
         rows = (
-            OutRow(str(row["origin"]), _as_bytes(row["key"]), _as_bytes(row["value"]))  # type: ignore[index]
+            OutRow(
+                str(row["origin"]),  # type: ignore[index]
+                _as_bytes(row["key"]),  # type: ignore[index]
+                _as_bytes(row["value"]),  # type: ignore[index]
+                topic=str(row["topic"]) if self._routed else None,  # type: ignore[index]
+            )
             for row in iterator
         )
         prefix = self._transactional_prefix
@@ -280,6 +308,7 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
                 rows,
                 fenced_by,
                 transactional=prefix is not None,
+                routed=self._routed,
             )
 
     def commit(self, messages: list[Published | None], batchId: int) -> None:

@@ -31,6 +31,7 @@ from worker.plugins import TaskContext
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.datasource import DataSource
     from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 INTENTS_DIR: Final = "kafka-intents"
@@ -102,11 +103,11 @@ def _read_jvm(
     )
 
 
-def register(session: SparkSession) -> None:
+def register(session: SparkSession, source: type[DataSource] = KafkaDataSource) -> None:
     """Once per session: Spark refuses a second registration of a name (and a session
     made by `newSession` may already see its parent's)."""
     try:
-        session.dataSource.register(KafkaDataSource)
+        session.dataSource.register(source)
     except AnalysisException as exc:
         if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
             raise
@@ -135,9 +136,11 @@ def publish_once(
     interval_ms: int,
     exactly_once: ExactlyOnceSupport = "requested",
     transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS,
+    routed: Sequence[str] = (),
 ) -> StreamingQuery:
     """Send `rows` (columns origin, key, value) to `topic`, each row once, every
     `interval_ms`; the dedup intents and transactional ids live in the task's checkpoint.
+    With `routed`, the topics rows may go to instead, `rows` has a `topic` column too.
 
     Before the query runs a batch again, every producer an earlier start of the task
     used is fenced, which also tells whether the broker has transactions at all."""
@@ -158,6 +161,8 @@ def publish_once(
         .queryName(context.query_name)
         .trigger(processingTime=f"{interval_ms} milliseconds")
     )
+    if routed:
+        writer = writer.option("topics", ",".join(routed))
     if transactional:
         writer = writer.option("transactional.id.prefix", prefix).option(
             "transaction.timeout.ms", str(transaction_timeout_ms)
