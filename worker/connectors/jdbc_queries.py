@@ -17,6 +17,7 @@ For a table and its mode the connector runs two statements:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -198,7 +199,7 @@ class ColumnsError(ValueError):
 
 def columns_of(
     table: str,
-    described: list[tuple[str, int, int | None, int | None]],
+    described: Sequence[tuple[str, int, int | None, int | None]],
     queries: TableQueries,
     key_field: str | None,
 ) -> tuple[Column, ...]:
