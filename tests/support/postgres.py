@@ -5,7 +5,9 @@ database, and stopped on the way out whatever happened.
 `initdb` and the server refuse to run as root, so as root they run as the `postgres`
 user (`runuser`), which then owns the data directory. Clients connect over TCP only
 (no Unix socket), with `scram-sha-256`: the same password check a production server
-makes, so a test of a wrong password sees the server's real refusal.
+makes, so a test of a wrong password sees the server's real refusal. A test may stop
+the server and start it again on the same port and data (`stop`, `start`), as an
+operator's restart does.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class PostgresServer:
     user: str
     password: str
     database: str
+    root: Path | None = None
+    """The server's directory (data and log), for `stop` and `start`."""
 
     @property
     def jdbc_url(self) -> str:
@@ -65,6 +69,36 @@ class PostgresServer:
                 cursor.execute(sql, tuple(parameters))
                 return list(cursor.fetchall()) if cursor.description else []
 
+    def stop(self) -> None:
+        """Stop the server as a crash would (`-m immediate`): clients lose their
+        connections mid-transaction."""
+        assert self.root is not None
+        _stop(self.root)
+
+    def start(self) -> None:
+        assert self.root is not None
+        _start(self.root, self.port)
+
+
+def _pg_ctl(root: Path) -> list[str]:
+    return [str(BIN_DIR / "pg_ctl"), "-D", str(root / "data")]
+
+
+def _start(root: Path, port: int) -> None:
+    options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories=''"
+    log = str(root / "server.log")
+    subprocess.run(
+        _as_server_user([*_pg_ctl(root), "-w", "-t", "60", "-l", log, "-o", options, "start"]),
+        check=True,
+        capture_output=True,
+    )
+
+
+def _stop(root: Path) -> None:
+    subprocess.run(
+        _as_server_user([*_pg_ctl(root), "-m", "immediate", "stop"]), capture_output=True
+    )
+
 
 def _as_server_user(command: Sequence[str]) -> list[str]:
     as_root = os.geteuid() == 0
@@ -87,7 +121,6 @@ def running_postgres(
     password_file.write_text(password + "\n")
     if os.geteuid() == 0:
         shutil.chown(password_file, SERVER_USER)
-    pg_ctl = [str(BIN_DIR / "pg_ctl"), "-D", str(data)]
     started = False
     try:
         subprocess.run(
@@ -107,21 +140,12 @@ def running_postgres(
             check=True,
             capture_output=True,
         )
-        options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories=''"
         started = True
-        subprocess.run(
-            _as_server_user(
-                [*pg_ctl, "-w", "-t", "60", "-l", str(root / "server.log"), "-o", options, "start"]
-            ),
-            check=True,
-            capture_output=True,
-        )
+        _start(root, port)
         server = PostgresServer("127.0.0.1", port, user, password, "postgres")
         server.execute(f'CREATE DATABASE "{database}"')
-        yield PostgresServer("127.0.0.1", port, user, password, database)
+        yield PostgresServer("127.0.0.1", port, user, password, database, root)
     finally:
         if started:
-            subprocess.run(
-                _as_server_user([*pg_ctl, "-m", "immediate", "stop"]), capture_output=True
-            )
+            _stop(root)
         shutil.rmtree(root, ignore_errors=True)

@@ -8,6 +8,7 @@ from worker.connectors.jdbc_to_kafka import JdbcToKafkaConnector
 from worker.connectors.kafka_to_delta import KafkaToDeltaConnector
 from worker.connectors.kafka_to_files import KafkaToFilesConnector
 from worker.connectors.kafka_to_iceberg import KafkaToIcebergConnector
+from worker.connectors.kafka_to_jdbc import KafkaToJdbcConnector
 from worker.plugin_registry import PluginRegistry
 from worker.plugins import Connector
 
@@ -18,6 +19,7 @@ BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (
     KafkaToDeltaConnector,
     KafkaToFilesConnector,
     KafkaToIcebergConnector,
+    KafkaToJdbcConnector,
 )
 
 

@@ -56,6 +56,7 @@ from worker.plugins import (
     TaskContext,
 )
 from worker.record_errors.dead_letter_queue import DeadLetterQueue
+from worker.record_errors.failed_records import PutFailed
 from worker.record_errors.settings import ErrorHandlingSettings, error_handling_problems
 from worker.record_errors.strict_batches import StrictBatches
 from worker.record_errors.tolerant_batches import TolerantBatches
@@ -179,6 +180,10 @@ class SinkRecords:
     """The converted records (the `source` view's rows), streaming."""
     step: BatchStep
     """`transform.sql` per batch, strictly or tolerating errors; calls the commit."""
+    put_failed: PutFailed
+    """For a sink that finds records it cannot write while it commits a batch: fails
+    the task naming one, or sends them to the dead letter queue, as `errors.tolerance`
+    says."""
 
 
 def sink_records(
@@ -219,12 +224,12 @@ def sink_records(
     # it over the batch's records, so that a failure can be traced to its record.
     rows = checked_query(session, sql, {SOURCE_VIEW: failing_on_errors(decoded)})
     refuse_unsupported_streaming(rows)
-    step: BatchStep = (
+    step = (
         TolerantBatches(sql, SOURCE_VIEW, converters, settings, context, dead_letter_queue)
         if settings.errors_tolerance == "all"
         else StrictBatches(sql, SOURCE_VIEW, context.query_name)
     )
-    return SinkRecords(decoded, step)
+    return SinkRecords(decoded, step, step.put_failed)
 
 
 class KafkaSinkConnector(Connector):

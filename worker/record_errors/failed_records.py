@@ -8,6 +8,7 @@ queues read ours.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -24,8 +25,9 @@ EXCEPTION_MESSAGE_HEADER: Final = f"{HEADER_PREFIX}exception.message"
 EXCEPTION_STACKTRACE_HEADER: Final = f"{HEADER_PREFIX}exception.stacktrace"
 
 Headers = tuple[tuple[str, bytes], ...]
-Stage = Literal["KEY_CONVERTER", "VALUE_CONVERTER", "TRANSFORMATION"]
-"""Connect's names of the stages a record can fail in here."""
+Stage = Literal["KEY_CONVERTER", "VALUE_CONVERTER", "TRANSFORMATION", "TASK_PUT"]
+"""Connect's names of the stages a record can fail in here (`TASK_PUT`: the sink's write,
+which Connect's sinks report through its errant record reporter)."""
 CONVERSION_EXCEPTION: Final = "org.apache.kafka.connect.errors.DataException"
 """What Connect's converters throw for bytes they cannot read, named for the same
 failure so that filters written for Connect's dead letter queues match."""
@@ -59,6 +61,29 @@ class FailedRecord:
 
     def where(self) -> str:
         return f"topic {self.topic}, partition {self.partition}, offset {self.offset}"
+
+
+@dataclass(frozen=True)
+class PutFailure:
+    """A converted record that the sink itself could not write (a database refused its
+    row), named by where it was read; the sink finds which records these are."""
+
+    topic: str
+    partition: int
+    offset: int
+    exception_class: str
+    message: str
+    """What the sink says went wrong, naming where it wrote (the table)."""
+
+    def where(self) -> str:
+        return f"topic {self.topic}, partition {self.partition}, offset {self.offset}"
+
+
+PutFailed = Callable[[int, str, Sequence[PutFailure]], None]
+"""How a sink hands over the records of a batch (by id) it could not write, with the
+sink's class name (`class.name` in the dead letter queue): before it commits the rest, in
+the batch's `foreachBatch` call. Under `errors.tolerance=none` this raises naming the
+first record; under `all` the records go where the batch's other failed records go."""
 
 
 def context_headers(record: FailedRecord, connector: str, task: int) -> Headers:

@@ -11,12 +11,13 @@ failure path pays for the name, a batch that runs pays nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
 
 from worker.converters.records import ERROR_COLUMN, KAFKA_COLUMNS, failing_on_errors
+from worker.record_errors.failed_records import PutFailure
 from worker.record_errors.tolerant_batches import (
     batch_query,
     first_line,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 
 class RecordFailedError(RuntimeError):
-    """`transform.sql` failed on one record; the message says which and why."""
+    """`transform.sql` or the sink failed on one record; the message says which and why."""
 
 
 class StrictBatches:
@@ -52,6 +53,16 @@ class StrictBatches:
                 raise
             self._name_the_record(batch, exc)
             raise
+
+    def put_failed(self, batch_id: int, sink: str, failures: Sequence[PutFailure]) -> None:
+        """The sink could not write these records: the task fails naming the first."""
+        if failures:
+            first = failures[0]
+            more = f" ({len(failures) - 1} more in batch {batch_id})" if len(failures) > 1 else ""
+            raise RecordFailedError(
+                f"{sink} could not write the record at {first.where()} "
+                f"(errors.tolerance=none){more}: {first.message}"
+            )
 
     def _name_the_record(self, batch: DataFrame, error: PySparkException) -> None:
         """Raise `RecordFailedError` for a record `transform.sql` fails on; return when

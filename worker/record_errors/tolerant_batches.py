@@ -14,7 +14,9 @@ task's query session, so `source` is this task's view and its settings hold):
 3. the failed records are published to the dead letter queue, once (`dead_letter_queue`),
    and the batch's counts written (`worker.task_errors`);
 4. the query's result without the failed records goes to `commit` (the file sink, which
-   commits a batch id once).
+   commits a batch id once). A sink that writes outside Spark (a database) may find
+   records it cannot write; it hands them to `put_failed` before it commits the rest,
+   and they go the same way (stage `TASK_PUT`), added to the batch's counts.
 
 Exactly once, on both outputs: Spark logs a batch's offsets before it runs, so a batch
 that runs again (a crash, a restart, another worker) holds the same records; conversion
@@ -57,6 +59,7 @@ from worker.record_errors.failed_records import (
     CONVERSION_EXCEPTION,
     TRANSFORM_CLASS,
     FailedRecord,
+    PutFailure,
     Stage,
     log_line,
 )
@@ -135,12 +138,17 @@ class TolerantBatches:
         self._context = context
         self._dlq = dead_letter_queue
         self._clock = clock
+        self._batch: DataFrame | None = None
+        """The batch being committed (cached): where `put_failed` finds a record's bytes."""
+        self._counts = BatchErrors()
+        """The counts written for it so far."""
 
     def __call__(
         self, batch: DataFrame, batch_id: int, commit: Callable[[DataFrame], None]
     ) -> None:
         session = use_query_settings(batch)
         batch.persist()
+        self._batch, self._counts = batch, BatchErrors()
         try:
             good = batch.where(batch[ERROR_COLUMN].isNull()).select(*KAFKA_COLUMNS)
             failed = [self._conversion_failure(row) for row in _failed_conversions(batch)]
@@ -156,7 +164,24 @@ class TolerantBatches:
             self._handle(batch_id, failed)
             commit(output)
         finally:
+            self._batch = None
             batch.unpersist()
+
+    def put_failed(self, batch_id: int, sink: str, failures: Sequence[PutFailure]) -> None:
+        """Records of the batch being committed that the sink could not write: logged,
+        sent to the dead letter queue and counted, as the batch's other failed records."""
+        if not failures or self._batch is None:
+            return
+        batch = self._batch
+        by_identity = {(f.topic, f.partition, f.offset): f for f in failures}
+        rows = batch.join(
+            _identities(batch.sparkSession, list(by_identity)), list(IDENTITY), "left_semi"
+        )
+        failed = []
+        for row in rows.collect():
+            failure = by_identity[(row["topic"], row["partition"], row["offset"])]
+            failed.append(_failed(row, "TASK_PUT", sink, failure.exception_class, failure.message))
+        self._handle(batch_id, failed)
 
     def _conversion_failure(self, row: Row) -> FailedRecord:
         side = "key" if str(row[ERROR_COLUMN]).startswith("key") else "value"
@@ -217,19 +242,16 @@ class TolerantBatches:
             counts = exc.counts
             raise
         finally:
-            write_batch_errors(
-                self._context.checkpoint_dir,
-                batch_id,
-                BatchErrors(
-                    record_errors=len(failed),
-                    record_failures=len(failed) + counts.failures,
-                    records_skipped=len(failed),
-                    errors_logged=logged,
-                    deadletterqueue_produce_requests=counts.requests,
-                    deadletterqueue_produce_failures=counts.failures,
-                    last_error_timestamp_ms=int(self._clock() * 1000),
-                ),
+            self._counts += BatchErrors(
+                record_errors=len(failed),
+                record_failures=len(failed) + counts.failures,
+                records_skipped=len(failed),
+                errors_logged=logged,
+                deadletterqueue_produce_requests=counts.requests,
+                deadletterqueue_produce_failures=counts.failures,
+                last_error_timestamp_ms=int(self._clock() * 1000),
             )
+            write_batch_errors(self._context.checkpoint_dir, batch_id, self._counts)
 
 
 def locate_failures(
