@@ -17,12 +17,11 @@ them (a link to the cached bundle), which Connect loads in a class loader of its
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from worker.maven_jars import JarBundle, bundle_dir, cache_root, resolve_jars
+from tests.support.kafka_connect import plugin_path
+from worker.maven_jars import JarBundle
 from worker.spark_packages import ICEBERG
 
 ICEBERG_VERSION: Final = ICEBERG.versions[0]
@@ -42,17 +41,9 @@ ICEBERG_SINK: Final = "org.apache.iceberg.connect.IcebergSinkConnector"
 PLUGIN_NAME: Final = "iceberg-kafka-connect"
 
 
-def iceberg_plugin_path(root: Path, environ: Mapping[str, str] | None = None) -> Path:
-    """A `plugin.path` directory under `root` holding the sink (resolved with `mvn` on
-    first use, cached after)."""
-    cache = cache_root(os.environ if environ is None else environ)
-    resolve_jars(ICEBERG_SINK_JARS, cache)
-    plugins = root / "plugins"
-    plugins.mkdir(parents=True, exist_ok=True)
-    link = plugins / PLUGIN_NAME
-    if not link.exists():
-        link.symlink_to(bundle_dir(ICEBERG_SINK_JARS, cache), target_is_directory=True)
-    return plugins
+def iceberg_plugin_path(root: Path) -> Path:
+    """A `plugin.path` directory under `root` holding the sink."""
+    return plugin_path(root, ICEBERG_SINK_JARS, PLUGIN_NAME)
 
 
 def iceberg_sink_config(

@@ -36,7 +36,7 @@ from worker.kafka_kraft import (
     java_executable,
     render_properties,
 )
-from worker.maven_jars import JarBundle, cache_root, classpath, resolve_jars
+from worker.maven_jars import JarBundle, bundle_dir, cache_root, classpath, resolve_jars
 
 TEST_PLUGINS_VERSION: Final = "4.0.0"
 """The newest `connect-test-plugins` on Maven Central (4.1.x is not published)."""
@@ -70,6 +70,22 @@ configuration dumps at WARN."""
 def connect_jars(environ: Mapping[str, str] | None = None) -> list[Path]:
     """Kafka Connect's classpath: resolved with `mvn` on first use, cached after."""
     return resolve_jars(CONNECT_JARS, cache_root(os.environ if environ is None else environ))
+
+
+def plugin_path(
+    root: Path, plugin: JarBundle, name: str, environ: Mapping[str, str] | None = None
+) -> Path:
+    """A `plugin.path` directory under `root` holding `plugin` as the directory `name`
+    (a link to the bundle, resolved with `mvn` on first use and cached after), which
+    Connect loads in a class loader of its own."""
+    cache = cache_root(os.environ if environ is None else environ)
+    resolve_jars(plugin, cache)
+    plugins = root / "plugins"
+    plugins.mkdir(parents=True, exist_ok=True)
+    link = plugins / name
+    if not link.exists():
+        link.symlink_to(bundle_dir(plugin, cache), target_is_directory=True)
+    return plugins
 
 
 @dataclass
