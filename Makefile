@@ -64,7 +64,8 @@ unit: setup
 integration: setup chromium jvm-tools postgresql
 	$(BIN)/python -m pytest -q tests/integration
 
-bench: setup
+# versus_jdbc_sink.py starts a PostgreSQL beside Kafka; the versus benches' jars come through mvn.
+bench: setup jvm-tools postgresql
 	for script in tests/bench/*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
