@@ -77,6 +77,33 @@ def test_a_batch_run_again_after_a_crash_sends_only_what_is_missing(
     assert not list((tmp_path / "intents").iterdir())
 
 
+def test_rows_routed_to_their_own_topics_are_sent_once_when_the_batch_runs_again(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """jdbc-to-kafka's case: one batch, a topic per table; the intent covers both."""
+    topics = [new_topic(broker.bootstrap_servers, "table", 1) for _ in range(2)]
+    total = CHUNK_ROWS + 1_000
+
+    def routed_rows(crash_after: int | None = None) -> Iterator[OutRow]:
+        for n in range(total):
+            if n == crash_after:
+                raise RuntimeError("the executor died")
+            table = n % 2
+            yield OutRow(f"table-{table}", None, str(n).encode(), topic=topics[table])
+
+    intents = IntentLog(tmp_path / "intents")
+    with BlockingKafka(broker.bootstrap_servers, "test") as kafka:
+        with pytest.raises(RuntimeError, match="executor died"):
+            publish_batch(
+                kafka, topics[0], "jdbc-0", intents, 3, routed_rows(CHUNK_ROWS + 10), routed=topics
+            )
+        again = publish_batch(kafka, topics[0], "jdbc-0", intents, 3, routed_rows(), routed=topics)
+    assert again == Published(sent=total - CHUNK_ROWS, skipped=CHUNK_ROWS)
+    for table, topic in enumerate(topics):
+        values = sorted(int(r.value or b"") for r in read_topic(broker.bootstrap_servers, topic))
+        assert values == list(range(table, total, 2))
+
+
 def test_a_fenced_writer_stops_before_its_next_chunk(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:

@@ -1,0 +1,356 @@
+"""`jdbc-to-kafka` against a real PostgreSQL and Apache Kafka, on one worker: tables
+split over tasks and each row published once, through a task restart, KIP-875's offsets
+(GET shows each table's mark, PATCH moves it, DELETE resets it), a `query`, hostile
+names, bad configs (400s), faults a task reports naming the table (never the password),
+and a database restart mid-run that loses and duplicates nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.kafka_topics import read_topic
+from tests.support.polling import wait_until
+from tests.support.postgres import BIN_DIR, PostgresServer, _as_server_user
+from tests.support.processes import WorkerProcess, free_port, ready_worker
+from tests.support.rest_client import Api
+from worker.embedded_broker import EmbeddedBroker
+from worker.kafka.client import Record
+
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+
+TIMEOUT_S = 120
+ODD_TABLE = "Odd--Name"
+"""A table name that is a comment if formatted into a statement rather than quoted (and
+still a Kafka topic name)."""
+HOSTILE_COLUMN = 'x") OR TRUE OR ("y'
+"""A column name that is SQL if formatted into a statement rather than quoted (a `query`
+holds no `;`, so no statement can follow)."""
+
+
+@pytest.fixture(scope="module")
+def worker(
+    broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
+    root = tmp_path_factory.mktemp("jdbc-worker")
+    with ready_worker(
+        "jdbc-worker",
+        broker.bootstrap_servers,
+        root,
+        extra=["auto.restart.initial.backoff.ms=1000"],
+        timeout_s=TIMEOUT_S,
+    ) as process:
+        yield process
+
+
+def source_config(
+    postgres: PostgresServer, broker: EmbeddedBroker, prefix: str, **settings: str
+) -> dict[str, str]:
+    return {
+        "connector.class": "jdbc-to-kafka",
+        "connection.url": postgres.jdbc_url,
+        "connection.user": postgres.user,
+        "connection.password": postgres.password,
+        "kafka.bootstrap.servers": broker.bootstrap_servers,
+        "topic.prefix": prefix,
+        "poll.interval.ms": "300",
+        "topic.creation.default.partitions": "1",
+        "topic.creation.default.replication.factor": "-1",
+        "exactly.once.support": "required",
+        **{key.replace("_", "."): value for key, value in settings.items()},
+    }
+
+
+def records(broker: EmbeddedBroker, topic: str) -> list[Record]:
+    try:
+        return read_topic(broker.bootstrap_servers, topic, "read_committed")
+    except Exception:  # the task has not created the topic yet
+        return []
+
+
+def ids(broker: EmbeddedBroker, topic: str, field: str = "id") -> Counter[int]:
+    return Counter(json.loads(r.value or b"")[field] for r in records(broker, topic))
+
+
+def wait_for_ids(broker: EmbeddedBroker, topic: str, count: int, field: str = "id") -> Counter[int]:
+    return wait_until(
+        partial(ids, broker, topic, field),
+        TIMEOUT_S,
+        what=f"{count} rows in {topic}",
+        until=lambda found: sum(found.values()) >= count,
+    )
+
+
+def insert_orders(postgres: PostgresServer, table: str, numbers: range) -> None:
+    postgres.execute(
+        f"INSERT INTO {table} (id, item, price) "
+        "SELECT g, 'item-' || g, g * 1.25 FROM generate_series(%s, %s) g",
+        [numbers.start, numbers.stop - 1],
+    )
+
+
+def quoted(name: str) -> str:
+    """How the test itself writes a name into its own SQL."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def insert_rows(postgres: PostgresServer, table: str, numbers: range) -> None:
+    postgres.execute(
+        f"INSERT INTO {quoted(table)} (id, item, price) "
+        "SELECT g, 'item-' || g, g * 1.25 FROM generate_series(%s, %s) g",
+        [numbers.start, numbers.stop - 1],
+    )
+
+
+def create_table(postgres: PostgresServer, table: str) -> None:
+    postgres.execute(
+        f"CREATE TABLE {quoted(table)} (id bigint PRIMARY KEY, item text, "
+        "price numeric(8,2), changed timestamptz NOT NULL DEFAULT now(), note jsonb)"
+    )
+
+
+def test_tables_split_over_tasks_are_published_once_across_a_restart(
+    worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
+) -> None:
+    """Two tables over two tasks, by timestamp and id, in batches of at most 10 rows;
+    a restart of the tasks between two inserts: every row once, its value the row as
+    plain JSON, no key (Confluent's default). `Odd--Name` is read only if quoted."""
+    api, prefix = Api(worker.url, TIMEOUT_S), f"split-{free_port()}-"
+    for table in ("orders", ODD_TABLE):
+        create_table(postgres, table)
+        insert_rows(postgres, table, range(1, 26))
+    config = source_config(
+        postgres,
+        broker,
+        prefix,
+        mode="timestamp+incrementing",
+        incrementing_column_name="id",
+        timestamp_column_name="changed",
+        batch_max_rows="10",
+        table_whitelist=f"orders, {ODD_TABLE}",
+    )
+    api.call("PUT", "/connectors/split/config", 201, json={**config, "tasks.max": "3"})
+    api.wait_states("split", "RUNNING", ["RUNNING", "RUNNING"])
+    for table in ("orders", ODD_TABLE):
+        wait_for_ids(broker, prefix + table, 25)
+
+    api.call("POST", "/connectors/split/restart?includeTasks=true", 202)
+    for table in ("orders", ODD_TABLE):
+        insert_rows(postgres, table, range(26, 41))
+    for table in ("orders", ODD_TABLE):
+        found = wait_for_ids(broker, prefix + table, 40)
+        assert found == Counter(range(1, 41)), f"every row of {table} once"
+    published = records(broker, f"{prefix}orders")
+    assert {r.key for r in published} == {None}
+    first = json.loads(published[0].value or b"")
+    assert {k: first[k] for k in ("id", "item", "price")} == {
+        "id": 1,
+        "item": "item-1",
+        "price": 1.25,
+    }
+    assert "changed" in first and "note" not in first  # the JSON converter leaves out nulls
+    api.call("DELETE", "/connectors/split", 204)
+
+
+def offsets(api: Api, name: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = api.call("GET", f"/connectors/{name}/offsets", 200).json()[
+        "offsets"
+    ]
+    return found
+
+
+def test_offsets_show_move_and_reset_the_high_water_mark(
+    worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
+) -> None:
+    """GET shows the table's mark; PATCH moves it back (the rows after it are published
+    again); DELETE starts from the beginning."""
+    api, prefix = Api(worker.url, TIMEOUT_S), f"marks-{free_port()}-"
+    create_table(postgres, "ledger")
+    insert_rows(postgres, "ledger", range(1, 31))
+    config = source_config(
+        postgres,
+        broker,
+        prefix,
+        mode="incrementing",
+        incrementing_column_name="id",
+        table_whitelist="ledger",
+        batch_max_rows="1000",
+    )
+    api.call("PUT", "/connectors/marks/config", 201, json=config)
+    topic = f"{prefix}ledger"
+    wait_for_ids(broker, topic, 30)
+    api.call("PUT", "/connectors/marks/stop", 204)
+    api.wait_states("marks", "STOPPED", [])
+    partition = {"task": 0, "source": 0}
+    shown = wait_until(
+        partial(offsets, api, "marks"),
+        TIMEOUT_S,
+        what="the mark after every row",
+        until=lambda found: found[0]["offset"] == {"ledger": {"incrementing": 30}},
+    )
+    assert shown == [{"partition": partition, "offset": {"ledger": {"incrementing": 30}}}]
+
+    moved = {"offsets": [{"partition": partition, "offset": {"ledger": {"incrementing": 20}}}]}
+    api.once_tasks_stopped("PATCH", "/connectors/marks/offsets", json=moved)
+    bad = {"offsets": [{"partition": partition, "offset": {"ledger": {"incrementing": -1}}}]}
+    api.call("PATCH", "/connectors/marks/offsets", 400, json=bad)
+    api.call("PUT", "/connectors/marks/resume", 202)
+    found = wait_for_ids(broker, topic, 40)
+    assert found == Counter(range(1, 31)) + Counter(range(21, 31))
+
+    api.call("PUT", "/connectors/marks/stop", 204)
+    api.wait_states("marks", "STOPPED", [])
+    api.once_tasks_stopped("DELETE", "/connectors/marks/offsets")
+    assert offsets(api, "marks") == []
+    api.call("PUT", "/connectors/marks/resume", 202)
+    found = wait_for_ids(broker, topic, 70)
+    assert found == Counter(range(1, 31)) + Counter(range(1, 31)) + Counter(range(21, 31))
+    api.call("DELETE", "/connectors/marks", 204)
+
+
+def test_a_query_by_timestamp_goes_to_the_prefix_topic(
+    worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
+) -> None:
+    """A `query` runs as a subquery; its columns (one named to break SQL formatted with
+    it) are the mode's; its rows go to `topic.prefix` itself, keyed by `key.field`."""
+    api, topic = Api(worker.url, TIMEOUT_S), f"picked-{free_port()}"
+    postgres.execute(
+        "CREATE TABLE events (id serial, kind text, at timestamp NOT NULL DEFAULT now())"
+    )
+    postgres.execute(
+        "INSERT INTO events (kind, at) SELECT CASE WHEN mod(g, 2) = 0 THEN 'keep' ELSE 'skip' END, "
+        "timestamp '2024-01-01' + g * interval '1 second' FROM generate_series(1, 20) g"
+    )
+    config = source_config(
+        postgres,
+        broker,
+        topic,
+        mode="timestamp+incrementing",
+        incrementing_column_name=HOSTILE_COLUMN,
+        timestamp_column_name="at",
+        query=f"SELECT id AS {quoted(HOSTILE_COLUMN)}, kind, at FROM events WHERE kind = 'keep'",
+        key_field="kind",
+    )
+    api.call("PUT", "/connectors/picked/config", 201, json=config)
+    found = wait_for_ids(broker, topic, 10, HOSTILE_COLUMN)
+    assert found == Counter(range(2, 21, 2))
+    assert {r.key for r in records(broker, topic)} == {b"keep"}
+    api.call("DELETE", "/connectors/picked", 204)
+
+
+def test_bad_configs_are_refused_at_creation(
+    worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
+) -> None:
+    api = Api(worker.url, TIMEOUT_S)
+    config = source_config(
+        postgres, broker, "bad-", mode="incrementing", incrementing_column_name="id"
+    )
+    refusals = {
+        "neither": config,
+        "both": {**config, "table.whitelist": "orders", "query": "SELECT 1 AS id"},
+        "no-column": {**config, "table.whitelist": "orders", "mode": "timestamp"},
+        "statements": {**config, "query": "SELECT 1 AS id; DROP TABLE orders"},
+        "three-parts": {**config, "table.whitelist": "a.b.c"},
+        "bad-topic": {**config, "table.whitelist": "orders", "topic.prefix": "no spaces "},
+    }
+    messages = {
+        name: api.call("PUT", f"/connectors/{name}/config", 400, json=body).json()["message"]
+        for name, body in refusals.items()
+    }
+    assert not [name for name, message in messages.items() if postgres.password in message]
+    assert "exactly one of table.whitelist and query" in messages["neither"]
+    assert "exactly one of table.whitelist and query" in messages["both"]
+    assert "timestamp.column.name" in messages["no-column"]
+    assert "without ';'" in messages["statements"]
+    assert "'a.b.c' is not table or schema.table" in messages["three-parts"]
+    assert "topic.prefix" in messages["bad-topic"]
+
+
+def test_faults_fail_the_task_naming_the_table_never_the_password(
+    worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
+) -> None:
+    api = Api(worker.url, TIMEOUT_S)
+    create_table(postgres, "present")
+    config = source_config(
+        postgres,
+        broker,
+        "faults-",
+        mode="incrementing",
+        incrementing_column_name="id",
+        table_whitelist="present",
+        connection_attempts="1",
+    )
+    unreachable = f"jdbc:postgresql://127.0.0.1:{free_port()}/{postgres.database}"
+    faults = {
+        "unreachable": ({"connection.url": unreachable}, "Cannot connect"),
+        "wrong-password": (
+            {"connection.password": "not-" + postgres.password},
+            "password authentication failed",
+        ),
+        "missing-table": ({"table.whitelist": "absent"}, '"absent" does not exist'),
+        "missing-column": ({"incrementing.column.name": "serial"}, "has no column 'serial'"),
+    }
+    for name, (changed, _) in faults.items():
+        api.call("PUT", f"/connectors/{name}/config", 201, json={**config, **changed})
+    for name, (changed, reason) in faults.items():
+        status = api.wait_states(name, "RUNNING", ["FAILED"])
+        trace = status["tasks"][0]["trace"]
+        table = changed.get("table.whitelist", "present")
+        assert f"table {table!r}" in trace or f"{table!r}" in trace, trace
+        assert reason in trace, trace
+        assert postgres.password not in trace
+        api.call("DELETE", f"/connectors/{name}", 204)
+    assert postgres.password not in worker.log_text()
+    api.call("GET", "/connectors", 200)
+
+
+def restart_server(postgres: PostgresServer) -> None:
+    """`pg_ctl restart` of the module's server (its data directory asked of itself), its
+    output to the server's log: a server started with this test's pipes would hold them."""
+    [(data,)] = postgres.execute("SHOW data_directory")
+    log = Path(data).parent / "server.log"
+    subprocess.run(
+        _as_server_user(
+            [str(BIN_DIR / "pg_ctl"), "-D", data, "-l", str(log), "-m", "fast", "-w", "restart"]
+        ),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+    )
+
+
+def test_a_database_restart_mid_run_loses_and_duplicates_nothing(
+    worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
+) -> None:
+    """Last in the module: it restarts the module's server while the task polls."""
+    api, prefix = Api(worker.url, TIMEOUT_S), f"bounce-{free_port()}-"
+    create_table(postgres, "stream")
+    insert_rows(postgres, "stream", range(1, 101))
+    config = source_config(
+        postgres,
+        broker,
+        prefix,
+        mode="incrementing",
+        incrementing_column_name="id",
+        table_whitelist="stream",
+        batch_max_rows="20",
+        connection_backoff_ms="500",
+        connection_attempts="20",
+    )
+    api.call("PUT", "/connectors/bounce/config", 201, json=config)
+    topic = f"{prefix}stream"
+    wait_for_ids(broker, topic, 20)
+    restart_server(postgres)
+    insert_rows(postgres, "stream", range(101, 201))
+    found = wait_for_ids(broker, topic, 200)
+    assert found == Counter(range(1, 201)), "every row once"
+    api.wait_states("bounce", "RUNNING", ["RUNNING"])
+    api.call("DELETE", "/connectors/bounce", 204)
