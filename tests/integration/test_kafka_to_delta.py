@@ -29,10 +29,9 @@ from deltalake import DeltaTable
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.lakehouse import delta_rows
 from tests.support.polling import wait_until
-from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
+from tests.support.restartable_worker import RestartableWorker, forget_newest_commit
 from worker.checkpoint_layout import checkpoint_dir_for
-from worker.checkpoint_offsets import newest_committed_batch
 from worker.connectors.delta_sink import DeltaSink, delta_session
 from worker.embedded_broker import EmbeddedBroker
 from worker.spark_packages import DELTA, spark_package_jars
@@ -44,33 +43,11 @@ WAVE = 600
 CHUNKS = 6
 
 
-class RestartableWorker:
-    """One worker for the whole module (each start costs a Spark start), which a test
-    may SIGKILL and start again under the same identity and checkpoints."""
-
-    def __init__(self, bootstrap_servers: str, root: Path) -> None:
-        self.process = WorkerProcess(
-            "delta",
-            bootstrap_servers,
-            root / "checkpoints",
-            root,
-            [f"group.id=delta-{free_port()}", "scheduled.rebalance.max.delay.ms=3000"],
-        )
-
-    def start(self) -> Api:
-        self.process.start().wait_ready(120)
-        return Api(self.process.url, timeout_s=180)
-
-    def restart(self) -> Api:
-        self.process.kill()
-        return self.start()
-
-
 @pytest.fixture(scope="module")
 def worker(
     broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RestartableWorker]:
-    started = RestartableWorker(broker.bootstrap_servers, tmp_path_factory.mktemp("delta"))
+    started = RestartableWorker("delta", broker.bootstrap_servers, tmp_path_factory.mktemp("delta"))
     try:
         started.start()
         yield started
@@ -160,16 +137,6 @@ def test_two_tasks_write_one_table_every_record_once_across_a_sigkill(
     assert {r["partition"] for r in found} == {0, 1}
     assert len(app_ids(table)) == 2, "one app id per task's checkpoint"
     assert len(versions) == len(set(versions)), "a replayed batch was committed again"
-
-
-def forget_newest_commit(checkpoint: Path) -> int:
-    """Leave the checkpoint as a crash between Delta's commit and Spark's commit log
-    leaves it: the newest batch, which the table holds, runs again on the next start."""
-    batch = newest_committed_batch(checkpoint)
-    assert batch >= 0
-    for name in (str(batch), f".{batch}.crc"):
-        (checkpoint / "commits" / name).unlink(missing_ok=True)
-    return batch
 
 
 def committed_transactions(table: Path) -> list[tuple[str, int]]:
