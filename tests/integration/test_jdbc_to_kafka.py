@@ -6,14 +6,17 @@ and a database restart mid-run that loses and duplicates nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
+from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import psycopg2
 import pytest
 
 from tests.support.kafka_topics import read_topic
@@ -21,6 +24,7 @@ from tests.support.polling import wait_until
 from tests.support.postgres import BIN_DIR, PostgresServer, _as_server_user
 from tests.support.processes import WorkerProcess, free_port, ready_worker
 from tests.support.rest_client import Api
+from worker.connectors.jdbc_to_kafka import settings_of, table_source
 from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import Record
 
@@ -116,6 +120,76 @@ def create_table(postgres: PostgresServer, table: str) -> None:
     )
 
 
+def start_reading(
+    api: Api,
+    postgres: PostgresServer,
+    broker: EmbeddedBroker,
+    name: str,
+    rows: int,
+    **settings: str,
+) -> str:
+    """Table `name` with rows 1..`rows`, read by connector `name` by its id; the topic."""
+    prefix = f"{name}-{free_port()}-"
+    create_table(postgres, name)
+    insert_rows(postgres, name, range(1, rows + 1))
+    config = source_config(
+        postgres,
+        broker,
+        prefix,
+        mode="incrementing",
+        incrementing_column_name="id",
+        table_whitelist=name,
+        **settings,
+    )
+    api.call("PUT", f"/connectors/{name}/config", 201, json=config)
+    return prefix + name
+
+
+def test_a_planned_batch_reads_the_same_rows_when_it_runs_again(
+    postgres: PostgresServer, broker: EmbeddedBroker
+) -> None:
+    """Without Spark: the statements a task runs. A batch's rows lie between two marks,
+    so rows added after it was planned are not in its replay; rows stamped within
+    `timestamp.delay.interval.ms` are not planned yet; the sessions are READ ONLY."""
+    create_table(postgres, "replayed")
+    insert_rows(postgres, "replayed", range(1, 21))
+    postgres.execute(
+        "UPDATE replayed SET changed = timestamptz '2024-01-01' + least(id, 10) * interval '1 ms'"
+    )
+    config = source_config(
+        postgres,
+        broker,
+        "unused-",
+        mode="timestamp+incrementing",
+        incrementing_column_name="id",
+        timestamp_column_name="changed",
+        table_whitelist="replayed",
+        batch_max_rows="8",
+        timestamp_delay_interval_ms="3600000",
+    )
+    source = table_source(settings_of(config)[0], "replayed")
+    with contextlib.closing(source.connect()) as connection:
+        end = source.next_mark(connection, None)
+        assert end is not None
+        planned = list(source.rows(None, end))
+        insert_rows(postgres, "replayed", range(21, 31))  # stamped now(): within the delay
+        assert list(source.rows(None, end)) == planned
+        assert [row[0] for row in planned] == list(range(1, 9))
+        assert planned[0][1:3] == ("item-1", Decimal("1.25"))
+        middle = source.next_mark(connection, end)
+        assert middle is not None and middle.incrementing == 16, "one timestamp, then by id"
+        assert [row[0] for row in source.rows(end, middle)] == list(range(9, 17))
+        rest = source.next_mark(connection, middle)
+        assert rest is not None
+        assert [row[0] for row in source.rows(middle, rest)] == list(range(17, 21))
+        assert source.next_mark(connection, rest) is None
+        with (
+            pytest.raises(psycopg2.errors.ReadOnlySqlTransaction),
+            connection.cursor() as cursor,
+        ):
+            cursor.execute("DELETE FROM replayed")
+
+
 def test_tables_split_over_tasks_are_published_once_across_a_restart(
     worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
 ) -> None:
@@ -171,20 +245,8 @@ def test_offsets_show_move_and_reset_the_high_water_mark(
 ) -> None:
     """GET shows the table's mark; PATCH moves it back (the rows after it are published
     again); DELETE starts from the beginning."""
-    api, prefix = Api(worker.url, TIMEOUT_S), f"marks-{free_port()}-"
-    create_table(postgres, "ledger")
-    insert_rows(postgres, "ledger", range(1, 31))
-    config = source_config(
-        postgres,
-        broker,
-        prefix,
-        mode="incrementing",
-        incrementing_column_name="id",
-        table_whitelist="ledger",
-        batch_max_rows="1000",
-    )
-    api.call("PUT", "/connectors/marks/config", 201, json=config)
-    topic = f"{prefix}ledger"
+    api = Api(worker.url, TIMEOUT_S)
+    topic = start_reading(api, postgres, broker, "marks", 30, batch_max_rows="1000")
     wait_for_ids(broker, topic, 30)
     api.call("PUT", "/connectors/marks/stop", 204)
     api.wait_states("marks", "STOPPED", [])
@@ -193,13 +255,13 @@ def test_offsets_show_move_and_reset_the_high_water_mark(
         partial(offsets, api, "marks"),
         TIMEOUT_S,
         what="the mark after every row",
-        until=lambda found: found[0]["offset"] == {"ledger": {"incrementing": 30}},
+        until=lambda found: found[0]["offset"] == {"marks": {"incrementing": 30}},
     )
-    assert shown == [{"partition": partition, "offset": {"ledger": {"incrementing": 30}}}]
+    assert shown == [{"partition": partition, "offset": {"marks": {"incrementing": 30}}}]
 
-    moved = {"offsets": [{"partition": partition, "offset": {"ledger": {"incrementing": 20}}}]}
+    moved = {"offsets": [{"partition": partition, "offset": {"marks": {"incrementing": 20}}}]}
     api.once_tasks_stopped("PATCH", "/connectors/marks/offsets", json=moved)
-    bad = {"offsets": [{"partition": partition, "offset": {"ledger": {"incrementing": -1}}}]}
+    bad = {"offsets": [{"partition": partition, "offset": {"marks": {"incrementing": -1}}}]}
     api.call("PATCH", "/connectors/marks/offsets", 400, json=bad)
     api.call("PUT", "/connectors/marks/resume", 202)
     found = wait_for_ids(broker, topic, 40)
@@ -331,25 +393,20 @@ def test_a_database_restart_mid_run_loses_and_duplicates_nothing(
     worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
 ) -> None:
     """Last in the module: it restarts the module's server while the task polls."""
-    api, prefix = Api(worker.url, TIMEOUT_S), f"bounce-{free_port()}-"
-    create_table(postgres, "stream")
-    insert_rows(postgres, "stream", range(1, 101))
-    config = source_config(
+    api = Api(worker.url, TIMEOUT_S)
+    topic = start_reading(
+        api,
         postgres,
         broker,
-        prefix,
-        mode="incrementing",
-        incrementing_column_name="id",
-        table_whitelist="stream",
+        "bounce",
+        100,
         batch_max_rows="20",
         connection_backoff_ms="500",
         connection_attempts="20",
     )
-    api.call("PUT", "/connectors/bounce/config", 201, json=config)
-    topic = f"{prefix}stream"
     wait_for_ids(broker, topic, 20)
     restart_server(postgres)
-    insert_rows(postgres, "stream", range(101, 201))
+    insert_rows(postgres, "bounce", range(101, 201))
     found = wait_for_ids(broker, topic, 200)
     assert found == Counter(range(1, 201)), "every row once"
     api.wait_states("bounce", "RUNNING", ["RUNNING"])
