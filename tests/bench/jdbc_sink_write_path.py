@@ -10,7 +10,11 @@ the batch's ledger row in the same transaction, by each candidate write path.
   the executors, `reWriteBatchedInserts=true`, batchsize 10,000) into a staging table,
   then one transaction moving the rows into the table with the ledger row (the JVM
   driver's writes are committed per partition, so only a staging table keeps the batch
-  in one transaction with its ledger row).
+  in one transaction with its ledger row);
+- `writer-insert`, `writer-upsert`: what the connector runs, `JdbcBatchWriter` (the first
+  path inside, savepoints per `batch.size` part, the ledger in insert mode), over the same
+  rows as records (a struct value, topic, partition, offset), at `batch.size` 3000
+  (Confluent's default and the connector's) and with the whole batch as one part.
 
 Each path writes the same rows (a long key, two strings, a decimal, a timestamp, a
 boolean) into a fresh table; the figure is the median wall time over the repeats, after
@@ -30,7 +34,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,10 @@ from pyarrow import csv
 from pyspark.sql import DataFrame, SparkSession
 
 from tests.support.postgres import PostgresServer, running_postgres
+from worker.connectors.jdbc_connection import JdbcDatabase, parse_jdbc_url
+from worker.connectors.jdbc_sql import InsertMode
+from worker.connectors.jdbc_writer import JdbcBatchWriter, SinkRules, TaskIdentity
+from worker.record_errors.failed_records import PutFailure
 from worker.spark_packages import POSTGRESQL_DRIVER, spark_package_jars
 from worker.spark_session import SparkSessionProvider
 
@@ -64,8 +72,8 @@ def batch_rows(spark: SparkSession, rows: int) -> DataFrame:
 
 
 def fresh_table(server: PostgresServer, name: str) -> None:
-    server.execute(f"DROP TABLE IF EXISTS {name}")
-    server.execute(f"CREATE TABLE {name} ({COLUMNS})")
+    server.execute(f'DROP TABLE IF EXISTS "{name}"')
+    server.execute(f'CREATE TABLE "{name}" ({COLUMNS})')
     server.execute(LEDGER)
 
 
@@ -119,10 +127,53 @@ def jvm_staging(server: PostgresServer, frame: DataFrame, table: str, run: int) 
         connection.commit()
 
 
-PATHS: dict[str, Callable[[PostgresServer, DataFrame, str, int], None]] = {
+def connector_writer(mode: InsertMode, batch_size: int) -> WritePath:
+    """The connector's own writer, `mode` by the record's id where it needs a key."""
+
+    def write(server: PostgresServer, frame: DataFrame, table: str, run: int) -> None:
+        from pyspark.sql import functions as f
+
+        records = frame.select(
+            f.col("id").cast("string").alias("key"),
+            f.struct(*frame.columns).alias("value"),
+            f.lit("bench").alias("topic"),
+            f.lit(0).alias("partition"),
+            f.col("id").alias("offset"),
+        )
+        rules = SinkRules(
+            table,
+            mode,
+            "none" if mode == "insert" else "record_value",
+            () if mode == "insert" else ("id",),
+            False,
+            False,
+            False,
+            batch_size,
+            0,
+            0,
+        )
+        database = JdbcDatabase(parse_jdbc_url(server.jdbc_url), server.user, server.password)
+        identity = TaskIdentity("bench", 0, lambda: f"{table}-{run}")
+        writer = JdbcBatchWriter(database, rules, identity, refuse_failures, tolerant=False)
+        writer.check()
+        writer(records, run)
+
+    return write
+
+
+def refuse_failures(batch_id: int, sink: str, failures: Sequence[PutFailure]) -> None:
+    raise AssertionError(f"batch {batch_id}: {failures[:3]}")
+
+
+WritePath = Callable[[PostgresServer, DataFrame, str, int], None]
+PATHS: dict[str, WritePath] = {
     "psycopg2-copy": psycopg2_copy,
     "psycopg2-copy-upsert": psycopg2_copy_upsert,
     "jvm-staging": jvm_staging,
+    "writer-insert-3000": connector_writer("insert", 3000),
+    "writer-insert-whole": connector_writer("insert", 10**9),
+    "writer-upsert-3000": connector_writer("upsert", 3000),
+    "writer-upsert-whole": connector_writer("upsert", 10**9),
 }
 
 
