@@ -37,6 +37,8 @@ still a Kafka topic name)."""
 HOSTILE_COLUMN = 'x") OR TRUE OR ("y'
 """A column name that is SQL if formatted into a statement rather than quoted (a `query`
 holds no `;`, so no statement can follow)."""
+DOTTED = "kind.of `row`"
+"""A column name that Spark would read as a path into a struct, were it not quoted."""
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +214,8 @@ def test_tables_split_over_tasks_are_published_once_across_a_restart(
     )
     api.call("PUT", "/connectors/split/config", 201, json={**config, "tasks.max": "3"})
     api.wait_states("split", "RUNNING", ["RUNNING", "RUNNING"])
+    checked = api.call("PUT", "/connector-plugins/jdbc-to-kafka/config/validate", 200, json=config)
+    assert postgres.password not in checked.text and "[hidden]" in checked.text
     for table in ("orders", ODD_TABLE):
         wait_for_ids(broker, prefix + table, 25)
 
@@ -297,13 +301,15 @@ def test_a_query_by_timestamp_goes_to_the_prefix_topic(
         mode="timestamp+incrementing",
         incrementing_column_name=HOSTILE_COLUMN,
         timestamp_column_name="at",
-        query=f"SELECT id AS {quoted(HOSTILE_COLUMN)}, kind, at FROM events WHERE kind = 'keep'",
-        key_field="kind",
+        query=f"SELECT id AS {quoted(HOSTILE_COLUMN)}, kind AS {quoted(DOTTED)}, at "
+        "FROM events WHERE kind = 'keep'",
+        key_field=DOTTED,
     )
     api.call("PUT", "/connectors/picked/config", 201, json=config)
     found = wait_for_ids(broker, topic, 10, HOSTILE_COLUMN)
     assert found == Counter(range(2, 21, 2))
     assert {r.key for r in records(broker, topic)} == {b"keep"}
+    assert json.loads(records(broker, topic)[0].value or b"")[DOTTED] == "keep"
     api.call("DELETE", "/connectors/picked", 204)
 
 

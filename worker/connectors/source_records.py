@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker.converters.columns import encode, row_payload
+from worker.converters.columns import encode, row_payload, top_level
 from worker.converters.spec import RecordConverters
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.transactions import ExactlyOnceSupport
@@ -60,5 +60,5 @@ def encoded_row(
 
     key = f.lit(None)
     if key_field:
-        key = encode(converters.key, f.col(key_field), schema[key_field].dataType)
+        key = encode(converters.key, top_level(key_field), schema[key_field].dataType)
     return key, encode(converters.value, *row_payload(converters.value, schema))

@@ -269,13 +269,21 @@ def _mapped(
     return f.when(column.isNotNull(), f.struct(*fields))
 
 
+def top_level(name: str) -> Column:
+    """The column named `name`, as it is: a dot in a name (a database column may have
+    one) is no path into a struct, a backtick no quote."""
+    from pyspark.sql import functions as f
+
+    return f.col("`" + name.replace("`", "``") + "`")
+
+
 def row_payload(spec: ConverterSpec, schema: StructType) -> tuple[Column, DataType]:
     """What a source connector encodes as a record's value: the whole row (json, avro),
     or its one column (string, bytes: a row of several columns has no such value)."""
     from pyspark.sql import functions as f
 
     if spec.kind in ("json", "avro"):
-        return f.struct(*(f.col(name) for name in schema.fieldNames())), schema
+        return f.struct(*(top_level(name) for name in schema.fieldNames())), schema
     if len(schema.fields) != 1:
         raise ConverterMismatchError(
             spec.key,
@@ -284,4 +292,4 @@ def row_payload(spec: ConverterSpec, schema: StructType) -> tuple[Column, DataTy
             "or give the input one column",
         )
     [field] = schema.fields
-    return f.col(field.name), field.dataType
+    return top_level(field.name), field.dataType
