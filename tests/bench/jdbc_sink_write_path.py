@@ -47,7 +47,8 @@ from pyspark.sql import DataFrame, SparkSession
 from tests.support.postgres import PostgresServer, running_postgres
 from worker.connectors.jdbc_connection import JdbcDatabase, parse_jdbc_url
 from worker.connectors.jdbc_sql import InsertMode
-from worker.connectors.jdbc_writer import JdbcBatchWriter, SinkRules, TaskIdentity
+from worker.connectors.jdbc_tables import JdbcTables, SinkRules
+from worker.connectors.jdbc_writer import JdbcBatchWriter, TaskIdentity
 from worker.record_errors.failed_records import PutFailure
 from worker.spark_packages import POSTGRESQL_DRIVER, spark_package_jars
 from worker.spark_session import SparkSessionProvider
@@ -154,8 +155,9 @@ def connector_writer(mode: InsertMode, batch_size: int) -> WritePath:
         )
         database = JdbcDatabase(parse_jdbc_url(server.jdbc_url), server.user, server.password)
         identity = TaskIdentity("bench", 0, lambda: f"{table}-{run}")
-        writer = JdbcBatchWriter(database, rules, identity, refuse_failures, tolerant=False)
-        writer.check()
+        tables = JdbcTables(database, rules)
+        tables.check(["bench"])
+        writer = JdbcBatchWriter(tables, identity, refuse_failures, tolerant=False)
         writer(records, run)
 
     return write

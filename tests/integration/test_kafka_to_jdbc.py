@@ -313,8 +313,7 @@ def test_bad_inputs_fail_their_task_naming_table_and_record_or_go_to_the_dlq(
     traces = {name: failed_trace(api, name) for name in bad}
     written = wait_rows(postgres, f'SELECT id FROM "{checked}"', 7, "the tolerant connector's rows")
     dead = wait_until(lambda: read_topic(broker.bootstrap_servers, dlq), TIMEOUT_S, what="the DLQ")
-    for name in (*bad, "tolerant"):
-        api.call("DELETE", f"/connectors/{name}", 204)
+    api.call("DELETE", "/connectors/tolerant", 204)  # the failed ones stay failed
 
     assert f"Cannot connect to PostgreSQL 127.0.0.1:{closed_port}/db" in traces["unreachable"]
     assert "password authentication failed" in traces["wrong-password"]

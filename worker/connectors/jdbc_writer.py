@@ -5,8 +5,7 @@ The batch is collected to the worker as Arrow (`DataFrame.toArrow`), each table'
 written by Arrow as CSV and sent with `COPY` through psycopg2: measured faster than the
 JVM driver through a staging table (README, "why this driver"), and the transaction
 stays in one connection the task holds, so the ledger row commits with the rows
-(`jdbc_ledger`). Tables are created and evolved first, each change in a short
-transaction of its own (DDL locks the whole table: kept out of the batch's transaction).
+(`jdbc_ledger`). Tables are created and evolved first (`jdbc_tables`).
 
 Per batch: claim the batch in the ledger (insert mode; a batch found there is skipped),
 then per table, `batch.size` rows at a time under a savepoint, the rows applied
@@ -19,43 +18,32 @@ and the rest committed. An error that may pass is retried from the start of the 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from worker.connectors.jdbc_connection import DatabaseConnectionError, JdbcDatabase
-from worker.connectors.jdbc_failures import apply_in_parts, is_record_error, is_transient
-from worker.connectors.jdbc_ledger import claim, create_ledger, forget_old, oldest_kept
+from worker.connectors.jdbc_failures import apply_in_parts, is_record_error
+from worker.connectors.jdbc_ledger import claim, forget_old, oldest_kept
 from worker.connectors.jdbc_row_shape import (
     RECORD_COLUMNS,
-    PkMode,
     RowShape,
     RowShapeError,
-    SinkColumn,
-    missing_columns,
     row_shape,
 )
 from worker.connectors.jdbc_sql import (
     SEQ_COLUMN,
     TOMBSTONE_COLUMN,
-    IdentifierError,
-    InsertMode,
     TableName,
-    add_columns,
     apply_statements,
     copy_into,
     create_stage,
-    create_table,
     stage_name,
-    table_columns_query,
-    table_exists_query,
-    table_for,
     truncate,
 )
+from worker.connectors.jdbc_tables import JdbcSinkError, JdbcTables, SinkRules, TransientError
 from worker.record_errors.failed_records import PutFailed, PutFailure
 
 if TYPE_CHECKING:
@@ -69,41 +57,12 @@ SINK_CLASS: Final = "kafka-to-jdbc"
 TOMBSTONE: Final = "__tombstone"
 
 
-class JdbcSinkError(RuntimeError):
-    """A batch could not be written for a reason no record causes; names the table and
-    the database, never the password."""
-
-
-@dataclass(frozen=True)
-class SinkRules:
-    """What the connector's keys say about writing."""
-
-    table_name_format: str
-    insert_mode: InsertMode
-    pk_mode: PkMode
-    pk_fields: tuple[str, ...]
-    auto_create: bool
-    auto_evolve: bool
-    delete_enabled: bool
-    batch_size: int
-    max_retries: int
-    retry_backoff_ms: int
-
-
 @dataclass(frozen=True)
 class TaskIdentity:
     connector: str
     task: int
     query_id: Callable[[], str]
     """The checkpoint's query id (the ledger's key), read when first needed."""
-
-
-class RecordRefused(Exception):
-    """One part of a table's rows was refused for a record's error."""
-
-    def __init__(self, error: Any) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 @dataclass
@@ -143,25 +102,17 @@ class TableRows:
 class JdbcBatchWriter:
     """A task's writes: `__call__(rows, batch_id)` is its `foreachBatch` commit."""
 
-    database: JdbcDatabase
-    rules: SinkRules
+    tables: JdbcTables
     identity: TaskIdentity
     put_failed: PutFailed
     tolerant: bool
     """`errors.tolerance=all`: every refused record is found, not only the first."""
     sleep: Callable[[float], None] = time.sleep
-    _columns: dict[TableName, list[str]] = field(default_factory=dict)
-    """Each table's columns when last read: a batch within them needs no look."""
-    _ledger_ready: bool = False
     _query_id: str | None = None
 
-    def check(self) -> None:
-        """At the task's start: the database is reachable and takes the login (else the
-        task fails now, naming it), and in insert mode the ledger table exists."""
-        with self._connection(retry=False) as connection:
-            if self.rules.insert_mode == "insert":
-                self._ddl(connection, create_ledger(), "the ledger table")
-                self._ledger_ready = True
+    @property
+    def rules(self) -> SinkRules:
+        return self.tables.rules
 
     def __call__(self, rows: DataFrame, batch_id: int) -> None:
         shape = self._shape(rows)
@@ -188,7 +139,7 @@ class JdbcBatchWriter:
                     self.rules.retry_backoff_ms,
                     exc,
                 )
-                self._columns.clear()
+                self.tables.forget_columns()
                 self.sleep(self.rules.retry_backoff_ms / 1000)
 
     def _shape(self, rows: DataFrame) -> RowShape:
@@ -207,26 +158,19 @@ class JdbcBatchWriter:
             ordered = ordered.filter(pc.invert(ordered.column(TOMBSTONE)))
         tables = []
         for topic in ordered.column("topic").unique().to_pylist():
-            try:
-                table = table_for(self.rules.table_name_format, str(topic))
-            except IdentifierError as exc:
-                raise JdbcSinkError(
-                    f"table.name.format {self.rules.table_name_format!r} makes no table "
-                    f"name for topic {topic!r}: {exc}"
-                ) from None
+            table = self.tables.table(str(topic))
             mine = ordered.filter(pc.equal(ordered.column("topic"), topic))
             tables.append(TableRows(table, mine, width))
         return tables
 
     def _write(self, shape: RowShape, tables: Sequence[TableRows], batch_id: int) -> None:
-        with self._connection() as connection:
+        with self.tables.connection() as connection:
             for rows in tables:
-                self._prepare_table(connection, rows.table, shape)
+                self.tables.prepare(connection, rows.table, shape)
             insert = self.rules.insert_mode == "insert"
-            if insert and not self._ledger_ready:
-                self._ddl(connection, create_ledger(), "the ledger table")
-                self._ledger_ready = True
-            with self._statements(connection, "batch") as cursor:
+            if insert:
+                self.tables.ensure_ledger(connection)
+            with self.tables.statements(connection, "batch") as cursor:
                 if self._query_id is None:
                     self._query_id = self.identity.query_id()
                 query_id = self._query_id
@@ -251,7 +195,7 @@ class JdbcBatchWriter:
                     self.put_failed(batch_id, SINK_CLASS, failures)
                 if insert:
                     cursor.execute(forget_old(), (query_id, oldest_kept(batch_id)))
-            with self._statements(connection, "commit"):
+            with self.tables.statements(connection, "commit"):
                 connection.commit()
 
     def _apply(self, cursor: Any, shape: RowShape, rows: TableRows, index: int) -> list[PutFailure]:
@@ -302,108 +246,8 @@ class JdbcBatchWriter:
             partition,
             offset,
             f"{type(error).__module__}.{type(error).__name__}",
-            f"table {rows.table}: {self._reason(error)}",
+            f"table {rows.table}: {self.tables.reason(error)}",
         )
-
-    def _reason(self, error: BaseException) -> str:
-        """The server's message on one line (its detail included), password hidden."""
-        text = getattr(error, "pgerror", None) or str(error)
-        lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-        kept = [line for line in lines if not line.startswith(("CONTEXT:", "COPY "))]
-        words = " ".join(kept or lines).removeprefix("ERROR:").split()
-        return self.database.hide(" ".join(words))
-
-    def _prepare_table(self, connection: Any, table: TableName, shape: RowShape) -> None:
-        """Make sure `table` exists and has the shape's columns, as auto.create and
-        auto.evolve allow."""
-        known = self._columns.get(table)
-        if known is not None and not missing_columns(shape, known):
-            return
-        columns = self._table_columns(connection, table)
-        if columns is None:
-            if not self.rules.auto_create:
-                raise JdbcSinkError(
-                    f"Table {table} does not exist in {self.database}, and "
-                    "auto.create=false: create it, or set auto.create=true"
-                )
-            self._ddl(connection, create_table(table, shape.new_columns(), shape.key), table)
-            columns = self._table_columns(connection, table) or []
-        missing = missing_columns(shape, columns)
-        if missing:
-            if not self.rules.auto_evolve:
-                raise JdbcSinkError(
-                    f"Table {table} in {self.database} has no column "
-                    f"{_names(missing)} of the records, and auto.evolve=false: add them, "
-                    "or set auto.evolve=true"
-                )
-            self._ddl(connection, add_columns(table, [c.new_column(False) for c in missing]), table)
-            log.info("Added columns %s to table %s", _names(missing), table)
-            columns = self._table_columns(connection, table) or []
-        self._columns[table] = columns
-
-    def _table_columns(self, connection: Any, table: TableName) -> list[str] | None:
-        with self._statements(connection, f"table {table}") as cursor:
-            cursor.execute(table_exists_query(), (table.sql(),))
-            (exists,) = cursor.fetchone()
-            if not exists:
-                connection.rollback()
-                return None
-            cursor.execute(table_columns_query(), (table.sql(),))
-            names = [str(row[0]) for row in cursor.fetchall()]
-        connection.rollback()
-        return names
-
-    def _ddl(self, connection: Any, statement: str, what: object) -> None:
-        """One DDL statement in a transaction of its own. Another task doing the same at
-        once may make it fail on a catalog's unique key: then it is done."""
-        import psycopg2
-
-        with self._statements(connection, f"{what}") as cursor:
-            try:
-                cursor.execute(statement)
-                connection.commit()
-            except psycopg2.errors.UniqueViolation:
-                connection.rollback()
-
-    @contextlib.contextmanager
-    def _connection(self, retry: bool = True) -> Iterator[Any]:
-        try:
-            connection = self.database.connect()
-        except DatabaseConnectionError as exc:
-            if retry and is_transient(None, str(exc)):
-                raise TransientError(str(exc)) from None
-            raise
-        try:
-            yield connection
-        finally:
-            with contextlib.suppress(Exception):
-                connection.close()
-
-    @contextlib.contextmanager
-    def _statements(self, connection: Any, what: str) -> Iterator[Any]:
-        """A cursor whose database errors become the task's, naming `what` and the
-        database, the password hidden; those that may pass as `TransientError`."""
-        import psycopg2
-
-        try:
-            with connection.cursor() as cursor:
-                yield cursor
-        except psycopg2.Error as exc:
-            reason = self._reason(exc)
-            message = f"Cannot write {what} in {self.database}: {reason}"
-            if isinstance(exc, psycopg2.InterfaceError | psycopg2.OperationalError) or (
-                is_transient(exc.pgcode, reason) and exc.pgcode is not None
-            ):
-                raise TransientError(message) from None
-            raise JdbcSinkError(message) from None
-
-
-class TransientError(JdbcSinkError):
-    """An error that may pass: the batch is tried again."""
-
-
-def _names(columns: Sequence[SinkColumn]) -> str:
-    return ", ".join(f'"{c.name}"' for c in columns)
 
 
 def _projection(shape: RowShape) -> list[Column]:

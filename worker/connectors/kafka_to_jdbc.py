@@ -22,7 +22,8 @@ from worker.connectors.claimed_batches import start_claimed_query
 from worker.connectors.jdbc_connection import JdbcConnectionSettings
 from worker.connectors.jdbc_row_shape import PkMode
 from worker.connectors.jdbc_sql import TOPIC_VARIABLE, IdentifierError, InsertMode, table_for
-from worker.connectors.jdbc_writer import JdbcBatchWriter, SinkRules, TaskIdentity
+from worker.connectors.jdbc_tables import JdbcTables, SinkRules
+from worker.connectors.jdbc_writer import JdbcBatchWriter, TaskIdentity
 from worker.connectors.kafka_sink import (
     KafkaSinkConnector,
     KafkaSinkSettings,
@@ -176,10 +177,11 @@ def settings_of(config: Mapping[str, str]) -> tuple[KafkaToJdbcSettings, RecordC
 class KafkaToJdbcTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings, converters = settings_of(context.task_config)
+        tables = JdbcTables(settings.database, settings.rules())
+        tables.check(settings.topics)
         records = sink_records(spark, context, settings, converters)
         writer = JdbcBatchWriter(
-            settings.database,
-            settings.rules(),
+            tables,
             TaskIdentity(
                 context.connector,
                 context.task,
@@ -188,7 +190,6 @@ class KafkaToJdbcTask(Task):
             records.put_failed,
             tolerant=settings.errors_tolerance == "all",
         )
-        writer.check()
         return start_claimed_query(
             records.rows, context, settings.trigger_interval_ms, writer, records.step
         )
