@@ -60,6 +60,14 @@ class PostgresServer:
             f"password={self.password}"
         )
 
+    def connection_config(self) -> dict[str, str]:
+        """The JDBC connectors' keys for this server's database and user."""
+        return {
+            "connection.url": self.jdbc_url,
+            "connection.user": self.user,
+            "connection.password": self.password,
+        }
+
     def execute(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement, committed on its own (autocommit: `CREATE DATABASE` too);
         its rows, if it has any."""
