@@ -81,8 +81,14 @@ def records(broker: EmbeddedBroker, topic: str) -> list[Record]:
         return []
 
 
+def row_of(record: Record) -> dict[str, Any]:
+    """A record's row: its plain JSON value, or the payload of a JSON envelope."""
+    value: dict[str, Any] = json.loads(record.value or b"")
+    return value["payload"] if set(value) == {"schema", "payload"} else value
+
+
 def ids(broker: EmbeddedBroker, topic: str, field: str = "id") -> Counter[int]:
-    return Counter(json.loads(r.value or b"")[field] for r in records(broker, topic))
+    return Counter(row_of(r)[field] for r in records(broker, topic))
 
 
 def wait_for_ids(broker: EmbeddedBroker, topic: str, count: int, field: str = "id") -> Counter[int]:
@@ -285,7 +291,8 @@ def test_a_query_by_timestamp_goes_to_the_prefix_topic(
     worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
 ) -> None:
     """A `query` runs as a subquery; its columns (one named to break SQL formatted with
-    it) are the mode's; its rows go to `topic.prefix` itself, keyed by `key.field`."""
+    it) are the mode's; its rows go to `topic.prefix` itself, keyed by `key.field`, in
+    JSON with a schema: a `timestamp` without time zone is the UTC instant it names."""
     api, topic = Api(worker.url, TIMEOUT_S), f"picked-{free_port()}"
     postgres.execute(
         "CREATE TABLE events (id serial, kind text, at timestamp NOT NULL DEFAULT now())"
@@ -305,11 +312,16 @@ def test_a_query_by_timestamp_goes_to_the_prefix_topic(
         "FROM events WHERE kind = 'keep'",
         key_field=DOTTED,
     )
+    config["value.converter.schemas.enable"] = "true"
     api.call("PUT", "/connectors/picked/config", 201, json=config)
     found = wait_for_ids(broker, topic, 10, HOSTILE_COLUMN)
     assert found == Counter(range(2, 21, 2))
     assert {r.key for r in records(broker, topic)} == {b"keep"}
-    assert json.loads(records(broker, topic)[0].value or b"")[DOTTED] == "keep"
+    first = json.loads(records(broker, topic)[0].value or b"")
+    assert first["payload"][DOTTED] == "keep"
+    assert first["payload"]["at"] == 1704067202000  # 2024-01-01T00:00:02Z in milliseconds
+    [at] = [f for f in first["schema"]["fields"] if f["field"] == "at"]
+    assert at["name"] == "org.apache.kafka.connect.data.Timestamp"
     api.call("DELETE", "/connectors/picked", 204)
 
 

@@ -30,8 +30,10 @@ KEY_ALIASES: Final = ("sparkherd_timestamp", "sparkherd_incrementing")
 
 INTEGER_TYPES: Final = {21: "SMALLINT", 23: "INT", 20: "BIGINT"}
 """PostgreSQL type OIDs: int2, int4, int8."""
-TIMESTAMP_TYPES: Final = {1114: "TIMESTAMP_NTZ", 1184: "TIMESTAMP", 1082: "DATE"}
-"""timestamp, timestamptz, date."""
+TIMESTAMP_TYPES: Final = {1114: "TIMESTAMP", 1184: "TIMESTAMP", 1082: "DATE"}
+"""timestamp, timestamptz, date. A timestamp without a time zone is read as the UTC
+instant it names (the sessions run in UTC), as Confluent's connector reads it: an
+instant is what every converter writes (Connect's Timestamp, Avro's timestamp-micros)."""
 _PLAIN_TYPES: Final = {
     **INTEGER_TYPES,
     **TIMESTAMP_TYPES,

@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 import psycopg2
@@ -159,8 +160,14 @@ class TableSource:
 
 
 def _spark_value(value: object) -> object:
-    """bytea comes as a memoryview, which Spark's BINARY does not take."""
-    return bytes(value) if isinstance(value, memoryview) else value
+    """bytea comes as a memoryview, which Spark's BINARY does not take; a timestamp
+    without a time zone as a naive datetime, which Spark would read in the Python
+    worker's local zone: it is the UTC instant (see `jdbc_queries.TIMESTAMP_TYPES`)."""
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
 
 
 @dataclass(frozen=True)

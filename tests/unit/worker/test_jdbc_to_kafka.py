@@ -135,7 +135,7 @@ def test_a_query_is_one_statement() -> None:
 def test_spark_types_of_postgres_columns() -> None:
     assert spark_type(20, None, None) == "BIGINT"
     assert spark_type(1184, None, None) == "TIMESTAMP"
-    assert spark_type(1114, None, None) == "TIMESTAMP_NTZ"
+    assert spark_type(1114, None, None) == "TIMESTAMP"  # the UTC instant it names
     assert spark_type(1700, 10, 2) == "DECIMAL(10,2)"
     assert spark_type(1700, None, None) is None  # unbounded numeric: its text
     assert spark_type(3802, None, None) is None  # jsonb: its text
