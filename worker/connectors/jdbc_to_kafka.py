@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import reduce
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import psycopg2
 from pydantic import BaseModel, Field
 
+from worker.checkpoint_offsets import committed_offsets
 from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
 from worker.connectors.jdbc_connection import JdbcConnectionSettings
 from worker.connectors.jdbc_positions import (
@@ -220,6 +222,24 @@ def table_source(settings: JdbcToKafkaSettings, table: str) -> TableSource:
     return replace(source, columns=columns)
 
 
+class CheckpointTablesError(RuntimeError):
+    """A task's checkpoint holds the marks of other tables than the task reads now."""
+
+
+def check_checkpoint_tables(checkpoint: Path, task: int, tables: Sequence[str]) -> None:
+    """Fail before Spark does (with an assertion on its count of sources, or with a
+    table's source handed another table's mark) when the tables a task reads changed
+    under its checkpoint: `table.whitelist`, `query` or `tasks.max` was changed."""
+    held = [next(iter(source.offset), None) for source in committed_offsets(checkpoint, task)]
+    if held and held != list(tables):
+        raise CheckpointTablesError(
+            f"Task {task}'s checkpoint holds the marks of {held}, in that order, and the "
+            f"task reads {list(tables)} now (table.whitelist, query or tasks.max changed). "
+            "Restore them, or stop the connector and reset its offsets (DELETE "
+            "/connectors/<name>/offsets: every table is then read from its beginning)"
+        )
+
+
 def spark_schema(source: TableSource) -> StructType:
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
@@ -259,6 +279,7 @@ class JdbcToKafkaTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings, converters = settings_of(context.task_config)
         tables: list[str] = json.loads(context.task_config[TABLES_KEY])
+        check_checkpoint_tables(context.checkpoint_dir, context.task, tables)
         sources = [table_source(settings, table) for table in tables]
         topics = [settings.topic(table) for table in tables]
         with settings.connection.open("sparkherd-jdbc-to-kafka") as kafka:

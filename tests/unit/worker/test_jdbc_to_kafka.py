@@ -4,6 +4,7 @@ split of tables over tasks, names, queries, column checks and the config's 400s.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -32,7 +33,12 @@ from worker.connectors.jdbc_queries import (
     columns_of,
     spark_type,
 )
-from worker.connectors.jdbc_to_kafka import TABLES_KEY, JdbcToKafkaConnector
+from worker.connectors.jdbc_to_kafka import (
+    TABLES_KEY,
+    CheckpointTablesError,
+    JdbcToKafkaConnector,
+    check_checkpoint_tables,
+)
 from worker.plugins import ConnectorConfigError
 
 MODES: tuple[Mode, ...] = ("incrementing", "timestamp", "timestamp+incrementing")
@@ -203,3 +209,18 @@ def test_tables_split_into_task_configs() -> None:
     assert [c[TABLES_KEY] for c in configs] == ['["a", "c"]', '["b"]']
     [single] = connector.task_configs({**BASE, "query": "SELECT 1 AS id"}, 4)
     assert single[TABLES_KEY] == '["query"]'
+
+
+def test_a_checkpoint_of_other_tables_is_refused(tmp_path: Path) -> None:
+    """As Spark writes a batch of a query of two sources, and commits it."""
+    check_checkpoint_tables(tmp_path, 0, ["a", "b"])  # no checkpoint yet
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "offsets" / "0").write_text(
+        'v1\n{"batchWatermarkMs":0}\n{"a":{"incrementing":4}}\n{"b":{}}'
+    )
+    (tmp_path / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    check_checkpoint_tables(tmp_path, 0, ["a", "b"])
+    for changed in (["a", "c"], ["b", "a"], ["a"], ["a", "b", "c"]):
+        with pytest.raises(CheckpointTablesError, match=r"holds the marks of \['a', 'b'\]"):
+            check_checkpoint_tables(tmp_path, 0, changed)
