@@ -155,7 +155,7 @@ def create_app(
             ],
         )
 
-    app.include_router(connectors_router())
+    app.include_router(connectors_router(plugins.secret_keys))
     app.include_router(offsets_router())
     app.include_router(connector_plugins_router(plugins))
     app.include_router(loggers_router(logger_levels, herder))

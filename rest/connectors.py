@@ -7,6 +7,7 @@ them to the leader).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
@@ -14,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from herder.config_store import RestartRequest, TargetState
+from herder.errors import ConnectorNotFound
 from herder.status_store import Status
 from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
@@ -34,6 +36,7 @@ from rest.models import (
     connector_location,
     string_config,
 )
+from worker.shown_configs import HiddenSecretError, kept_secrets, shown_config
 from worker.task_state import TaskState
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -48,8 +51,35 @@ INITIAL_STATES = {
 }
 
 
-def connectors_router() -> APIRouter:
+SecretKeys = Callable[[Mapping[str, str]], frozenset[str]]
+"""The PASSWORD keys of the plugin a config names."""
+
+
+def connectors_router(secrets: SecretKeys) -> APIRouter:
+    """Every config this answers with has its secrets hidden (worker.shown_configs)."""
     router = APIRouter(prefix="/connectors", responses=ERRORS)
+
+    def info(view: ConnectorView) -> ConnectorInfoBody:
+        return ConnectorInfoBody(
+            name=view.name,
+            config=shown(view.config),
+            tasks=[TaskIdBody(connector=t.connector, task=t.task) for t in view.tasks],
+            type=view.type,
+        )
+
+    def shown(config: Mapping[str, str]) -> dict[str, str]:
+        return shown_config(config, secrets(config))
+
+    def with_kept_secrets(herder: HerderApi, name: str, given: dict[str, str]) -> dict[str, str]:
+        """`given`, its secrets shown as `[hidden]` given back their stored values."""
+        try:
+            stored = herder.connector(name).config
+        except ConnectorNotFound:
+            stored = {}
+        try:
+            return kept_secrets(given, stored, secrets({**stored, **given}))
+        except HiddenSecretError as exc:
+            raise HTTPException(400, str(exc)) from None
 
     @router.get("", response_model=list[str] | dict[str, ExpandedConnectorBody])
     async def list_connectors(
@@ -66,7 +96,7 @@ def connectors_router() -> APIRouter:
             if "status" in expand:
                 entry["status"] = _status(herder, name)
             if "info" in expand:
-                entry["info"] = _info(herder.connector(name))
+                entry["info"] = info(herder.connector(name))
         return expanded
 
     @router.post("", status_code=201, response_model=ConnectorInfoBody)
@@ -74,13 +104,14 @@ def connectors_router() -> APIRouter:
         herder: HerderDep, body: CreateConnectorRequest, response: Response
     ) -> ConnectorInfoBody:
         initial = INITIAL_STATES[body.initial_state or "RUNNING"]
-        view = await herder.create_connector(body.name, string_config(body.config), initial)
+        config = with_kept_secrets(herder, body.name, string_config(body.config))
+        view = await herder.create_connector(body.name, config, initial)
         response.headers["Location"] = connector_location(body.name)
-        return _info(view)
+        return info(view)
 
     @router.get("/{name}", response_model=ConnectorInfoBody)
     async def get_connector(herder: HerderDep, name: ConnectorName) -> ConnectorInfoBody:
-        return _info(herder.connector(name))
+        return info(herder.connector(name))
 
     @router.delete("/{name}", status_code=204)
     async def delete_connector(herder: HerderDep, name: ConnectorName) -> Response:
@@ -89,7 +120,7 @@ def connectors_router() -> APIRouter:
 
     @router.get("/{name}/config", response_model=dict[str, str])
     async def get_connector_config(herder: HerderDep, name: ConnectorName) -> dict[str, str]:
-        return dict(herder.connector(name).config)
+        return shown(herder.connector(name).config)
 
     @router.put(
         "/{name}/config",
@@ -100,8 +131,9 @@ def connectors_router() -> APIRouter:
         herder: HerderDep, name: ConnectorName, config: ConnectorConfig
     ) -> JSONResponse:
         """201 with a Location when this created the connector, 200 when it updated it."""
-        created, view = await herder.put_connector_config(name, string_config(config))
-        body = _info(view).model_dump()
+        given = with_kept_secrets(herder, name, string_config(config))
+        created, view = await herder.put_connector_config(name, given)
+        body = info(view).model_dump()
         if created:
             return JSONResponse(
                 body, status_code=201, headers={"Location": connector_location(name)}
@@ -113,8 +145,10 @@ def connectors_router() -> APIRouter:
         herder: HerderDep, name: ConnectorName, patch: ConnectorConfig
     ) -> ConnectorInfoBody:
         """Merge into the config; a null value removes that key (KIP-477)."""
-        changes = {k: None if v is None else config_string(v) for k, v in patch.items()}
-        return _info(await herder.patch_connector_config(name, changes))
+        values = {k: config_string(v) for k, v in patch.items() if v is not None}
+        kept = with_kept_secrets(herder, name, values)
+        changes = {k: kept.get(k) for k in patch}
+        return info(await herder.patch_connector_config(name, changes))
 
     @router.get("/{name}/status", response_model=ConnectorStatusBody)
     async def get_connector_status(herder: HerderDep, name: ConnectorName) -> ConnectorStatusBody:
@@ -123,7 +157,7 @@ def connectors_router() -> APIRouter:
     @router.get("/{name}/tasks", response_model=list[TaskInfoBody])
     async def get_tasks(herder: HerderDep, name: ConnectorName) -> list[TaskInfoBody]:
         return [
-            TaskInfoBody(id=TaskIdBody(connector=t.connector, task=t.task), config=dict(c))
+            TaskInfoBody(id=TaskIdBody(connector=t.connector, task=t.task), config=shown(c))
             for t, c in herder.task_configs(name)
         ]
 
@@ -179,15 +213,6 @@ def _task_id(name: str, task: str) -> ConnectorTaskId:
     if not (task.isascii() and task.isdigit() and len(task) <= MAX_TASK_DIGITS):
         raise HTTPException(404, f"Task {name}-{task} not found")
     return ConnectorTaskId(name, int(task))
-
-
-def _info(view: ConnectorView) -> ConnectorInfoBody:
-    return ConnectorInfoBody(
-        name=view.name,
-        config=dict(view.config),
-        tasks=[TaskIdBody(connector=t.connector, task=t.task) for t in view.tasks],
-        type=view.type,
-    )
 
 
 def _status(

@@ -43,6 +43,7 @@ from worker.plugins import (
     Connector,
     ConnectorConfigError,
     parse_config,
+    secret_keys,
 )
 
 if TYPE_CHECKING:
@@ -345,6 +346,13 @@ class RegistryPlugins:
         herder asks for every connector each time its loop wakes)."""
         refresh_ms = self._plugin(config).task_configs_refresh_ms
         return None if refresh_ms is None else refresh_ms / 1000
+
+    def secret_keys(self, config: Mapping[str, str]) -> frozenset[str]:
+        """The plugin's PASSWORD keys; none for a class this worker does not know."""
+        try:
+            return secret_keys(self._plugin(config).config_model)
+        except ValueError:
+            return frozenset()
 
     def _plugin(self, config: Mapping[str, str]) -> type[Connector]:
         try:

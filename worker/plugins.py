@@ -84,11 +84,11 @@ def _problem(error: ErrorDetails, secrets: frozenset[str]) -> ConfigProblem:
     value = error["input"]
     if key == WHOLE_CONFIG or not isinstance(value, str | int | float | bool):
         return ConfigProblem(key, error["msg"])
-    shown = HIDDEN if key in secrets or _sounds_secret(key) else repr(value)
+    shown = HIDDEN if key in secrets or sounds_secret(key) else repr(value)
     return ConfigProblem(key, f"invalid value {shown}: {error['msg']}")
 
 
-def _sounds_secret(key: str) -> bool:
+def sounds_secret(key: str) -> bool:
     """Kafka's own PASSWORD keys (`sasl.jaas.config`, `ssl.*.password`), under any prefix."""
     return key.endswith(("sasl.jaas.config", "password"))
 
