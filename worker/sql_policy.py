@@ -33,6 +33,7 @@ from worker.sql_plan import (
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 QUERY_OPERATORS: Final = RELATIONAL_OPERATORS | {
     "Pivot",
@@ -227,10 +228,10 @@ def checked_query(session: SparkSession, sql: str, views: Mapping[str, DataFrame
     return query
 
 
-def analyze_query(spark: SparkSession, sql: str, views: Mapping[str, str]) -> None:
+def analyze_query(spark: SparkSession, sql: str, views: Mapping[str, str]) -> StructType:
     """`checked_query` over an empty view per name (`views`: name to DDL schema): unknown
-    columns and type errors are found before any data is."""
+    columns and type errors are found before any data is. The query's output schema."""
     session = query_session(spark)
-    checked_query(
+    return checked_query(
         session, sql, {name: session.createDataFrame([], schema) for name, schema in views.items()}
-    )
+    ).schema

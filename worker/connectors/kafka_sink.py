@@ -70,6 +70,7 @@ from worker.sql_policy import (
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 ASSIGN_KEY: Final = "kafka.assign"
 TRANSFORM_KEY: Final = "transform.sql"
@@ -259,11 +260,22 @@ class KafkaSinkConnector(Connector):
         sql = settings.transform_sql or default_transform(converters)
         try:
             if types.known:
-                analyze_query(spark, sql, {SOURCE_VIEW: _ddl(spark, types)})
+                rows = analyze_query(spark, sql, {SOURCE_VIEW: _ddl(spark, types)})
             else:
                 check_query(spark, sql, [SOURCE_VIEW])
         except QueryNotAllowed as exc:
             raise ConnectorConfigError([ConfigProblem(TRANSFORM_KEY, str(exc))]) from None
+        if types.known:
+            problem = self.rows_problem(config, rows)
+            if problem is not None:
+                key = TRANSFORM_KEY if settings.transform_sql else "value.converter"
+                raise ConnectorConfigError([ConfigProblem(key, problem)])
+
+    def rows_problem(self, config: Mapping[str, str], rows: StructType) -> str | None:
+        """Why the sink cannot write rows of this schema (what `transform.sql`, or the
+        default transform, makes of the converted records), when known before they come:
+        None by default."""
+        return None
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         settings, _ = self.settings(config)
@@ -288,7 +300,7 @@ def refuse_unsupported_streaming(rows: DataFrame) -> None:
 
 def _ddl(spark: SparkSession, types: PayloadTypes) -> str:
     """The `source` view's schema as DDL: Spark's Kafka schema, key and value converted."""
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    from pyspark.sql.types import _parse_datatype_string
 
     kafka: StructType = _parse_datatype_string(SCHEMA)
     jvm = spark.sparkContext._jvm

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 from worker.checkpoint_layout import checkpoint_query_id
 from worker.connectors.claimed_batches import start_claimed_query
 from worker.connectors.jdbc_connection import JdbcConnectionSettings
-from worker.connectors.jdbc_row_shape import PkMode
+from worker.connectors.jdbc_row_shape import PkMode, RowShapeError, row_shape
 from worker.connectors.jdbc_sql import TOPIC_VARIABLE, IdentifierError, InsertMode, table_for
 from worker.connectors.jdbc_tables import JdbcTables, SinkRules
 from worker.connectors.jdbc_writer import JdbcBatchWriter, TaskIdentity
@@ -43,6 +43,7 @@ from worker.plugins import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.types import StructType
 
 TABLE_FORMAT_KEY: Final = "table.name.format"
 PK_MODE_KEY: Final = "pk.mode"
@@ -202,6 +203,16 @@ class KafkaToJdbcConnector(KafkaSinkConnector):
 
     def settings(self, config: Mapping[str, str]) -> tuple[KafkaSinkSettings, RecordConverters]:
         return settings_of(config)
+
+    def rows_problem(self, config: Mapping[str, str], rows: StructType) -> str | None:
+        """What a task would fail on at its first batch, as a 400 (the value is not a
+        struct, a `pk.fields` name is not a field, a type it does not write)."""
+        settings, _ = settings_of(config)
+        try:
+            row_shape(rows, settings.pk_mode, settings.pk_fields)
+        except RowShapeError as exc:
+            return f"kafka-to-jdbc cannot write these rows: {exc}"
+        return None
 
     def create_task(self) -> Task:
         return KafkaToJdbcTask()
