@@ -142,6 +142,9 @@ class TolerantBatches:
         """The batch being committed (cached): where `put_failed` finds a record's bytes."""
         self._counts = BatchErrors()
         """The counts written for it so far."""
+        self._put_failed: set[tuple[str, int, int]] = set()
+        """The records the sink reported so far (a sink that tries a batch again after a
+        lost connection reports them again: they are counted once)."""
 
     def __call__(
         self, batch: DataFrame, batch_id: int, commit: Callable[[DataFrame], None]
@@ -149,6 +152,7 @@ class TolerantBatches:
         session = use_query_settings(batch)
         batch.persist()
         self._batch, self._counts = batch, BatchErrors()
+        self._put_failed.clear()
         try:
             good = batch.where(batch[ERROR_COLUMN].isNull()).select(*KAFKA_COLUMNS)
             failed = [self._conversion_failure(row) for row in _failed_conversions(batch)]
@@ -170,10 +174,15 @@ class TolerantBatches:
     def put_failed(self, batch_id: int, sink: str, failures: Sequence[PutFailure]) -> None:
         """Records of the batch being committed that the sink could not write: logged,
         sent to the dead letter queue and counted, as the batch's other failed records."""
-        if not failures or self._batch is None:
+        by_identity = {
+            identity: f
+            for f in failures
+            if (identity := (f.topic, f.partition, f.offset)) not in self._put_failed
+        }
+        if not by_identity or self._batch is None:
             return
         batch = self._batch
-        by_identity = {(f.topic, f.partition, f.offset): f for f in failures}
+        self._put_failed.update(by_identity)
         rows = batch.join(
             _identities(batch.sparkSession, list(by_identity)), list(IDENTITY), "left_semi"
         )
