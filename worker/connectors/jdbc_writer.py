@@ -237,10 +237,10 @@ class JdbcBatchWriter:
 
         limit = None if self.tolerant else 1
         found = apply_in_parts(rows.rows.num_rows, self.rules.batch_size, attempt, limit)
-        return [self._failure(rows, index, error) for index, error in found]
+        return [self._failure(rows, row, error) for row, error in found]
 
-    def _failure(self, rows: TableRows, index: int, error: Any) -> PutFailure:
-        topic, partition, offset = rows.record(index)
+    def _failure(self, rows: TableRows, row: int, error: Any) -> PutFailure:
+        topic, partition, offset = rows.record(row)
         return PutFailure(
             topic,
             partition,
