@@ -22,6 +22,7 @@ from worker.record_errors.dead_letter_queue import (
 )
 from worker.record_errors.failed_records import (
     FailedRecord,
+    PutFailure,
     context_headers,
     dead_letter_headers,
     log_line,
@@ -31,6 +32,7 @@ from worker.record_errors.settings import (
     error_handling_problems,
     not_reading_kafka_problems,
 )
+from worker.record_errors.strict_batches import RecordFailedError, StrictBatches
 
 
 def settings(config: Mapping[str, str]) -> ErrorHandlingSettings:
@@ -235,3 +237,18 @@ def test_a_limit_stops_at_the_first_failures_found() -> None:
     found = isolate_failures((OffsetRange("t", 0, 0, 200),), _evaluator(bad, calls), limit=1)
     assert [(r.partition, r.start) for r, _ in found] == [(0, 0)]
     assert len(calls) <= 2 * 8 + 1
+
+
+def test_a_strict_task_fails_naming_the_first_record_its_sink_could_not_write() -> None:
+    strict = StrictBatches("SELECT * FROM source", "source", "c-0")
+    strict.put_failed(3, "kafka-to-jdbc", [])
+    failures = [
+        PutFailure("orders", 1, 17, "psycopg2.errors.CheckViolation", 'table "o": violates'),
+        PutFailure("orders", 1, 18, "psycopg2.errors.CheckViolation", 'table "o": violates'),
+    ]
+    with pytest.raises(RecordFailedError) as failed:
+        strict.put_failed(3, "kafka-to-jdbc", failures)
+    assert str(failed.value) == (
+        "kafka-to-jdbc could not write the record at topic orders, partition 1, offset 17 "
+        '(errors.tolerance=none) (1 more in batch 3): table "o": violates'
+    )
