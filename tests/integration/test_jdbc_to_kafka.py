@@ -187,6 +187,15 @@ def test_a_planned_batch_reads_the_same_rows_when_it_runs_again(
         assert rest is not None
         assert [row[0] for row in source.rows(middle, rest)] == list(range(17, 21))
         assert source.next_mark(connection, rest) is None
+    by_time = table_source(settings_of({**config, "mode": "timestamp"})[0], "replayed")
+    with contextlib.closing(by_time.connect()) as connection:
+        end = by_time.next_mark(connection, None)
+        assert end is not None
+        assert [row[0] for row in by_time.rows(None, end)] == list(range(1, 9))
+        tied = by_time.next_mark(connection, end)
+        assert tied is not None, "rows 10 to 20 share a timestamp: a batch takes them all"
+        assert Counter(row[0] for row in by_time.rows(end, tied)) == Counter(range(9, 21))
+        assert by_time.next_mark(connection, tied) is None
         with (
             pytest.raises(psycopg2.errors.ReadOnlySqlTransaction),
             connection.cursor() as cursor,
@@ -395,7 +404,8 @@ def test_a_database_restart_mid_run_loses_and_duplicates_nothing(
     worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
 ) -> None:
     """Last in the module: the module's server stops as a crash would (connections cut
-    mid-transaction) and starts again while the task polls."""
+    mid-transaction) and starts again while the task polls. Then the table is dropped:
+    the query fails (not the task's start), its trace naming the table."""
     api = Api(worker.url, TIMEOUT_S)
     topic = start_reading(
         api,
@@ -414,4 +424,9 @@ def test_a_database_restart_mid_run_loses_and_duplicates_nothing(
     found = wait_for_ids(broker, topic, 200)
     assert found == Counter(range(1, 201)), "every row once"
     api.wait_states("bounce", "RUNNING", ["RUNNING"])
+
+    postgres.execute("DROP TABLE bounce")  # mid-run: the query, not the start, fails
+    trace = api.wait_states("bounce", "RUNNING", ["FAILED"])["tasks"][0]["trace"]
+    assert "Cannot read table 'bounce'" in trace and '"bounce" does not exist' in trace
+    assert postgres.password not in trace
     api.call("DELETE", "/connectors/bounce", 204)

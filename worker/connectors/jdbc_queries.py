@@ -23,7 +23,14 @@ from typing import Final
 
 from psycopg2 import sql
 
-from worker.connectors.jdbc_positions import EPOCH, Mark, Mode, instant, uses_incrementing
+from worker.connectors.jdbc_positions import (
+    EPOCH,
+    Mark,
+    Mode,
+    instant,
+    uses_incrementing,
+    uses_timestamp,
+)
 
 QUERY_ALIAS: Final = "sparkherd_query"
 KEY_ALIASES: Final = ("sparkherd_timestamp", "sparkherd_incrementing")
@@ -157,7 +164,8 @@ class TableQueries:
     def next_mark(self, mark: Mark | None, limit: int) -> sql.Composable:
         """The order key of the last of the next `limit` rows after `mark` (no row: none)."""
         key = self.order_key()
-        aliases = [sql.Identifier(alias) for alias in KEY_ALIASES[: len(key)]]
+        used = (uses_timestamp(self.mode), uses_incrementing(self.mode))
+        aliases = [sql.Identifier(a) for a, u in zip(KEY_ALIASES, used, strict=True) if u]
         settled: sql.Composable = sql.SQL("")
         if self.mode != "incrementing" and self.delay_ms > 0:
             settled = sql.SQL(" AND {} < statement_timestamp() - {} * interval '1 millisecond'")
