@@ -8,7 +8,7 @@ stays in one connection the task holds, so the ledger row commits with the rows
 (`jdbc_ledger`). Tables are created and evolved first (`jdbc_tables`).
 
 Per batch: claim the batch in the ledger (insert mode; a batch found there is skipped),
-then per table, `batch.size` rows at a time under a savepoint, the rows applied
+keep each key's latest record (upsert and update mode), then per table, `batch.size` rows at a time under a savepoint, the rows applied
 (`jdbc_sql.apply_statements`); a part refused for a record's error is found row by row
 (`jdbc_failures.apply_in_parts`), the rows at fault handed to the task's error handling
 (`put_failed`: the task fails naming the record, or they go to the dead letter queue),
@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 SINK_CLASS: Final = "kafka-to-jdbc"
 """The `class.name` of a record this sink could not write, in the dead letter queue."""
 TOMBSTONE: Final = "__tombstone"
+ROW_NUMBER: Final = "__row"
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ class JdbcBatchWriter:
     def __call__(self, rows: DataFrame, batch_id: int) -> None:
         shape = self._shape(rows)
         collected = rows.select(*_projection(shape)).toArrow()
-        tables = self._by_table(collected, len(shape.columns))
+        tables = self._by_table(collected, shape)
         if not tables:
             return
         for attempt in range(self.rules.max_retries + 1):
@@ -148,19 +149,22 @@ class JdbcBatchWriter:
         except RowShapeError as exc:
             raise JdbcSinkError(f"kafka-to-jdbc cannot write these rows: {exc}") from None
 
-    def _by_table(self, collected: pyarrow.Table, width: int) -> list[TableRows]:
+    def _by_table(self, collected: pyarrow.Table, shape: RowShape) -> list[TableRows]:
         """The batch's rows per table, in offset order; tombstones only where they
-        delete."""
+        delete; in upsert and update mode only each key's latest record."""
         import pyarrow.compute as pc
 
         ordered = collected.sort_by([(name, "ascending") for name in RECORD_COLUMNS])
         if not self.rules.delete_enabled:
             ordered = ordered.filter(pc.invert(ordered.column(TOMBSTONE)))
+        key = [f"c{i}" for i, column in enumerate(shape.columns) if column.name in shape.key]
         tables = []
         for topic in ordered.column("topic").unique().to_pylist():
             table = self.tables.table(str(topic))
             mine = ordered.filter(pc.equal(ordered.column("topic"), topic))
-            tables.append(TableRows(table, mine, width))
+            if self.rules.insert_mode != "insert":
+                mine = latest_per_key(mine, key)
+            tables.append(TableRows(table, mine, len(shape.columns)))
         return tables
 
     def _write(self, shape: RowShape, tables: Sequence[TableRows], batch_id: int) -> None:
@@ -248,6 +252,19 @@ class JdbcBatchWriter:
             f"{type(error).__module__}.{type(error).__name__}",
             f"table {rows.table}: {self.tables.reason(error)}",
         )
+
+
+def latest_per_key(rows: pyarrow.Table, key: Sequence[str]) -> pyarrow.Table:
+    """The last of `rows` (in offset order) of each `key`, in that order: what an upsert
+    or an update of all of them leaves in the table, read before the batch crosses to
+    the database (a key updated ten times in a batch is sent once)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    numbered = rows.append_column(ROW_NUMBER, pa.array(range(rows.num_rows), pa.int64()))
+    last = numbered.group_by(list(key), use_threads=False).aggregate([(ROW_NUMBER, "max")])
+    ends = last.column(f"{ROW_NUMBER}_max")
+    return rows.take(pc.take(ends, pc.sort_indices(ends)))
 
 
 def _projection(shape: RowShape) -> list[Column]:

@@ -40,6 +40,7 @@ from worker.connectors.jdbc_sql import (
     quote,
     table_for,
 )
+from worker.connectors.jdbc_writer import latest_per_key
 from worker.connectors.kafka_to_jdbc import KafkaToJdbcConnector, settings_of
 from worker.plugins import ConnectorConfigError, secret_keys
 
@@ -277,3 +278,21 @@ def test_apply_in_parts_finds_each_failing_row_and_keeps_the_rest() -> None:
     applied.clear()
     assert apply_in_parts(20, 8, attempt, limit=1) == [(3, "row 3")]
     assert max(applied) < 8, "nothing after the first failure is applied"
+
+
+def test_an_upsert_batch_sends_each_key_once_its_latest_record_in_offset_order() -> None:
+    import pyarrow as pa
+
+    rows = pa.table(
+        {
+            "c0": [1, 2, 1, None, 3, None, 2],
+            "c1": ["a", "b", "c", "d", "e", "f", "g"],
+            "offset": list(range(7)),
+        }
+    )
+    assert latest_per_key(rows, ["c0"]).to_pydict() == {
+        "c0": [1, 3, None, 2],
+        "c1": ["c", "e", "f", "g"],
+        "offset": [2, 4, 5, 6],
+    }
+    assert latest_per_key(rows, ["c0", "c1"]).num_rows == 7
