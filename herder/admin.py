@@ -28,16 +28,16 @@ from herder.status_store import Status, StatusStore
 from herder.task_configs import TaskConfigWriter
 from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
-from worker.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
-from worker.checkpoint_offsets import (
+from worker.config.bounds import ConfigTooLarge, check_config_bounds
+from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
+from worker.runtime.checkpoint_offsets import (
     OffsetsError,
     SourceOffset,
     alter_offsets,
     committed_offsets,
     reset_offsets,
 )
-from worker.config_bounds import ConfigTooLarge, check_config_bounds
-from worker.task_state import TaskState
+from worker.runtime.task_state import TaskState
 
 log = logging.getLogger(__name__)
 

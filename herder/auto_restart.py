@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Final, TypeVar
 from pydantic import ValidationError
 
 from protocol.messages import ConnectorTaskId
-from worker.checkpoint_fingerprint import NOT_FIT_MARK
-from worker.plugin_registry import AutoRestartSettings
-from worker.task_state import TaskState
+from worker.plugins.registry import AutoRestartSettings
+from worker.runtime.checkpoint_fingerprint import NOT_FIT_MARK
+from worker.runtime.task_state import TaskState
 
 if TYPE_CHECKING:
     from worker.config.model import WorkerConfig
@@ -54,7 +54,7 @@ Item = str | ConnectorTaskId
 
 FENCED_MARK: Final = " was fenced: it is now claimed by "
 """What the trace of a task fenced by another worker's claim says
-(`worker.spark_task_runtime.TaskFencedError`)."""
+(`worker.runtime.spark_task_runtime.TaskFencedError`)."""
 
 UNFIT_CHECKPOINT_MARKS: Final = (NOT_FIT_MARK, "BATCH_METADATA_NOT_FOUND")
 """What the trace of a task says when its checkpoint does not fit its config: sparkherd's

@@ -35,8 +35,8 @@ from herder.views import ClusterView, ConnectorView, WorkerState
 from herder.work import LocalWork
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from protocol.versions import LEAVING_FLAG_VERSION
-from worker.checkpoint_offsets import SourceOffset
-from worker.task_state import TaskState
+from worker.runtime.checkpoint_offsets import SourceOffset
+from worker.runtime.task_state import TaskState
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Protocol
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from herder.cancellation import cancel_and_wait
-from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
+from worker.kafka.security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from aiokafka.protocol.group import (
     SyncGroupRequest,
 )
 
-from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
+from worker.kafka.security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from herder.views import WorkerState
 from protocol.messages import ConnectorTaskId
-from worker.task_state import StartupCounts
+from worker.runtime.task_state import StartupCounts
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from herder.kafka_log import OpenLog
 from protocol.messages import Allocation, ConnectorTaskId
-from worker.task_state import TaskState
+from worker.runtime.task_state import TaskState
 
 CONNECTOR_STATUS_PREFIX = "status-connector-"
 TASK_STATUS_PREFIX = "status-task-"

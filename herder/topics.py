@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
+from worker.kafka.security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from herder.restart_timer import RestartTimer, Submit
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
-from worker.task_state import StartupCounts, TaskState
+from worker.runtime.task_state import StartupCounts, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class LocalWork:
 
         A task handed over in the round that revokes it (`await_release`) starts once its
         previous owner has released it; not released in time, it starts all the same, and
-        its claim fences the old owner's query (`worker.task_claims`)."""
+        its claim fences the old owner's query (`worker.runtime.task_claims`)."""
         task_config = snapshot.task_config(task)
         connector_config = snapshot.connectors.get(task.connector)
         if task_config is None or connector_config is None or task not in self.owned.tasks:

@@ -40,7 +40,7 @@ from rest.offsets import offsets_router
 from rest.progress import progress_router
 from rest.security import RestSecurity
 from rest.ui import ui_router
-from worker.connector_configs import RegistryPlugins
+from worker.plugins.connector_configs import RegistryPlugins
 
 log = logging.getLogger(__name__)
 

@@ -23,15 +23,15 @@ from pydantic.fields import FieldInfo
 
 from rest.errors import error_response
 from rest.models import ConnectorConfig, ErrorBody, config_string, string_config
-from worker.connector_configs import RegistryPlugins
-from worker.plugin_registry import (
+from worker.plugins.api import HIDDEN, ConfigProblem, Connector
+from worker.plugins.connector_configs import RegistryPlugins
+from worker.plugins.registry import (
     CONNECTOR_CLASS,
     FrameworkSettings,
     PluginRegistry,
     UnknownPluginError,
     qualified_name,
 )
-from worker.plugins import HIDDEN, ConfigProblem, Connector
 
 _SCALAR_TYPES: Final = ((bool, "BOOLEAN"), (int, "INT"), (float, "DOUBLE"), (SecretStr, "PASSWORD"))
 _LIST_TYPES: Final = (list, tuple, set, frozenset)

@@ -36,8 +36,8 @@ from rest.models import (
     connector_location,
     string_config,
 )
-from worker.shown_configs import HiddenSecretError, kept_secrets, shown_config
-from worker.task_state import TaskState
+from worker.plugins.shown_configs import HiddenSecretError, kept_secrets, shown_config
+from worker.runtime.task_state import TaskState
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (400, 404, 409, 500)
@@ -56,7 +56,7 @@ SecretKeys = Callable[[Mapping[str, str]], frozenset[str]]
 
 
 def connectors_router(secrets: SecretKeys) -> APIRouter:
-    """Every config this answers with has its secrets hidden (worker.shown_configs)."""
+    """Every config this answers with has its secrets hidden (worker.plugins.shown_configs)."""
     router = APIRouter(prefix="/connectors", responses=ERRORS)
 
     def info(view: ConnectorView) -> ConnectorInfoBody:

@@ -22,7 +22,7 @@ from herder.status_store import Status
 from herder.views import ClusterView, ConnectorView, WorkerState
 from protocol.messages import Allocation, ConnectorTaskId
 from rest.loggers import ClusterLoggerSetter
-from worker.checkpoint_offsets import SourceOffset
+from worker.runtime.checkpoint_offsets import SourceOffset
 
 
 class HerderApi(ClusterLoggerSetter, Protocol):

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from rest.errors import error_response
 from rest.models import ErrorBody, LoggerName
-from worker.names import InvalidName, check_name
+from worker.plugins.names import InvalidName, check_name
 
 log = logging.getLogger(__name__)
 

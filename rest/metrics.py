@@ -25,16 +25,16 @@ from prometheus_client.registry import Collector
 from herder.metrics import WorkerMetrics
 from protocol.messages import ConnectorTaskId
 from rest.herder_api import HerderDep
-from worker.task_errors import BatchErrors
-from worker.task_progress import TaskProgress
-from worker.task_state import StartupCounts
+from worker.runtime.task_errors import BatchErrors
+from worker.runtime.task_progress import TaskProgress
+from worker.runtime.task_state import StartupCounts
 
 TASK_STATES = ("running", "paused", "failed", "unassigned", "destroyed")
 """The states Connect counts per connector (`connector-<state>-task-count`)."""
 
 
 class RuntimeMetrics(Protocol):
-    """What the task runtime reports (`worker.spark_task_runtime.SparkTaskRuntime`)."""
+    """What the task runtime reports (`worker.runtime.spark_task_runtime.SparkTaskRuntime`)."""
 
     @property
     def startups(self) -> StartupCounts: ...

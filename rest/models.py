@@ -10,8 +10,8 @@ from pydantic import AfterValidator, BaseModel, Field
 from typing_extensions import TypedDict
 
 from herder.views import WorkerState
-from worker.config_bounds import check_config_bounds
-from worker.names import check_name
+from worker.config.bounds import check_config_bounds
+from worker.plugins.names import check_name
 
 ConfigValue = str | int | float | bool | None
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from herder.errors import InvalidOffsets
 from rest.herder_api import HerderDep
 from rest.models import ConnectorName, ErrorBody
-from worker.checkpoint_offsets import OffsetsError, check_offset
+from worker.runtime.checkpoint_offsets import OffsetsError, check_offset
 
 ALTERED = "The offsets for this connector have been altered successfully"
 RESET = "The offsets for this connector have been reset successfully"

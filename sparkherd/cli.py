@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sparkherd.broker.embedded import BrokerEngine, BrokerStartError, EmbeddedBroker, TansuEngine
+from sparkherd.broker.kafka_kraft import KafkaKRaftEngine
 from sparkherd.ctl.commands import add_ctl_parser, is_ctl, run_ctl
-from worker.embedded_broker import BrokerEngine, BrokerStartError, EmbeddedBroker, TansuEngine
-from worker.kafka_kraft import KafkaKRaftEngine
-from worker.log_setup import configure_logging
+from worker.runtime.log_setup import configure_logging
 
 if TYPE_CHECKING:
     from rest.security import RestSecurity

@@ -36,10 +36,10 @@ from rest.app import create_app
 from rest.loggers import LoggerLevels
 from rest.security import RestSecurity
 from worker.config import WorkerConfig
-from worker.config_providers import ConfigProviders
-from worker.connector_configs import RegistryPlugins
+from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
-from worker.spark_packages import (
+from worker.plugins.connector_configs import RegistryPlugins
+from worker.runtime.spark_packages import (
     DELTA,
     ICEBERG,
     POSTGRESQL_DRIVER,
@@ -47,8 +47,8 @@ from worker.spark_packages import (
     SPARK_KAFKA,
     spark_package_jars,
 )
-from worker.spark_session import SparkSessionProvider
-from worker.spark_task_runtime import SparkTaskRuntime
+from worker.runtime.spark_session import SparkSessionProvider
+from worker.runtime.spark_task_runtime import SparkTaskRuntime
 
 log = logging.getLogger(__name__)
 

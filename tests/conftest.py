@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.processes import running_broker
-from worker.embedded_broker import EmbeddedBroker
 
 
 @pytest.fixture(scope="session")

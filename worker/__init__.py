@@ -1,1 +1,1 @@
-"""Execution: worker configuration, the Spark task runtime, connectors and the CLI."""
+"""Execution: worker configuration, the Spark task runtime, the connectors and their records."""

@@ -22,7 +22,7 @@ from pathlib import Path, PurePath
 from typing import Any, Final, TextIO
 
 from sparkherd.ctl.client import UsageError
-from worker.properties import PropertiesSyntaxError, parse_properties
+from worker.config.properties import PropertiesSyntaxError, parse_properties
 
 STDIN: Final = "-"
 MAX_FILE_BYTES: Final = 1_000_000

@@ -45,13 +45,13 @@ from pyarrow import csv
 from pyspark.sql import DataFrame, SparkSession
 
 from tests.support.postgres import PostgresServer, running_postgres
-from worker.connectors.jdbc_connection import JdbcDatabase, parse_jdbc_url
-from worker.connectors.jdbc_sql import InsertMode
-from worker.connectors.jdbc_tables import JdbcTables, SinkRules
-from worker.connectors.jdbc_writer import JdbcBatchWriter, TaskIdentity
-from worker.record_errors.failed_records import PutFailure
-from worker.spark_packages import POSTGRESQL_DRIVER, spark_package_jars
-from worker.spark_session import SparkSessionProvider
+from worker.connectors.jdbc.connection import JdbcDatabase, parse_jdbc_url
+from worker.connectors.jdbc.sql import InsertMode
+from worker.connectors.jdbc.tables import JdbcTables, SinkRules
+from worker.connectors.jdbc.writer import JdbcBatchWriter, TaskIdentity
+from worker.records.errors.failed_records import PutFailure
+from worker.runtime.spark_packages import POSTGRESQL_DRIVER, spark_package_jars
+from worker.runtime.spark_session import SparkSessionProvider
 
 COLUMNS = (
     "id BIGINT PRIMARY KEY, name TEXT, city TEXT, amount NUMERIC(12,2), "

@@ -39,13 +39,13 @@ from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker, running_broker
 from tests.support.rest_client import Api
-from worker.checkpoint_layout import checkpoint_dir_for
+from worker.connectors.files.kafka_to_files import KafkaToFilesTask
 from worker.connectors.kafka_sink import ASSIGN_KEY
-from worker.connectors.kafka_to_files import KafkaToFilesTask
 from worker.kafka.source import format_assignment
-from worker.plugins import TaskContext
-from worker.spark_packages import SPARK_KAFKA, spark_package_jars
-from worker.spark_session import SparkSessionProvider
+from worker.plugins.api import TaskContext
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.runtime.spark_packages import SPARK_KAFKA, spark_package_jars
+from worker.runtime.spark_session import SparkSessionProvider
 
 PARTITIONS = 4
 CLIENTS = ("jvm", "python")

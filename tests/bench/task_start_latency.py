@@ -28,9 +28,9 @@ from protocol.messages import ConnectorTaskId
 from tests.support.cluster import generator_config
 from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
-from worker.spark_session import SparkSessionProvider
-from worker.spark_task_runtime import SparkTaskRuntime
-from worker.task_state import TaskState
+from worker.runtime.spark_session import SparkSessionProvider
+from worker.runtime.spark_task_runtime import SparkTaskRuntime
+from worker.runtime.task_state import TaskState
 
 GENERATION = 1
 TARGET_P50_S = 1.0

@@ -61,6 +61,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from sparkherd.broker.kafka_kraft import KAFKA_VERSION
 from tests.support.iceberg_kafka_connect import (
     ICEBERG_VERSION,
     iceberg_plugin_path,
@@ -94,7 +95,6 @@ from tests.support.versus_bench import (
     wave_s,
 )
 from worker.kafka.client import Outgoing
-from worker.kafka_kraft import KAFKA_VERSION
 
 TABLE = "bench.records"
 DATA_TIMEOUT_S = 1800.0

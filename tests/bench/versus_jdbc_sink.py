@@ -68,6 +68,7 @@ import psycopg2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from sparkherd.broker.kafka_kraft import KAFKA_VERSION
 from tests.support import versus_bench as versus
 from tests.support.debezium_jdbc_sink import (
     DEBEZIUM_VERSION,
@@ -78,7 +79,6 @@ from tests.support.kafka_topics import new_topic
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.processes import running_broker
 from worker.kafka.client import Outgoing
-from worker.kafka_kraft import KAFKA_VERSION
 
 DATA_TIMEOUT_S: Final = 1800.0
 STALL_S: Final = 120.0

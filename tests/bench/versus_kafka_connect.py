@@ -59,6 +59,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from sparkherd.broker.kafka_kraft import KAFKA_VERSION
 from tests.support.bounce import (
     BATCH_INTERVAL_MS,
     ROWS_PER_SECOND,
@@ -84,7 +85,6 @@ from tests.support.kafka_topics import read_topic
 from tests.support.polling import wait_until
 from tests.support.processes import free_port, running_broker
 from tests.support.rest_script import INTENTIONAL, Differential, run_differential
-from worker.kafka_kraft import KAFKA_VERSION
 
 GRACE_S = 60.0
 """Like a pod's `terminationGracePeriodSeconds`."""

@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import (
     Cluster,
     TaskView,
@@ -20,7 +21,6 @@ from tests.support.cluster import (
 )
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

@@ -16,17 +16,17 @@ from pyspark.sql import functions as f
 from pyspark.sql.types import BinaryType, StructType, _parse_datatype_string
 
 from tests.support.in_process_spark import in_process_spark
-from worker.converters.columns import decode, encode, row_payload, with_parses
-from worker.converters.payload_types import declared_type, inferred_type
-from worker.converters.records import (
+from worker.kafka.source import SCHEMA
+from worker.plugins.api import ConnectorConfigError
+from worker.records.converters.columns import decode, encode, row_payload, with_parses
+from worker.records.converters.payload_types import declared_type, inferred_type
+from worker.records.converters.records import (
     ERROR_COLUMN,
     PayloadTypes,
     decode_records,
     failing_on_errors,
 )
-from worker.converters.spec import RecordConverters, converter_spec
-from worker.kafka.source import SCHEMA
-from worker.plugins import ConnectorConfigError
+from worker.records.converters.spec import RecordConverters, converter_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import new_topic, produce, read_topic
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, ready_worker
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import Outgoing
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

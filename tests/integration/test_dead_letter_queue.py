@@ -16,19 +16,19 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import new_topic, produce, read_topic
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port, ready_worker
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import Outgoing, Record
 from worker.kafka.connection import KafkaConnection
-from worker.plugins import TaskContext
-from worker.record_errors.dead_letter_queue import DeadLetterQueue
-from worker.record_errors.failed_records import FailedRecord
-from worker.record_errors.settings import ErrorHandlingSettings
-from worker.task_errors import batches_with_errors, read_batch_errors
+from worker.plugins.api import TaskContext
+from worker.records.errors.dead_letter_queue import DeadLetterQueue
+from worker.records.errors.failed_records import FailedRecord
+from worker.records.errors.settings import ErrorHandlingSettings
+from worker.runtime.task_errors import batches_with_errors, read_batch_errors
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster, TaskView, generator_config
 from tests.support.file_sink import committed_column, committed_files
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, running_broker
-from worker.embedded_broker import EmbeddedBroker
-from worker.task_claims import CLAIMS_DIR
+from worker.runtime.task_claims import CLAIMS_DIR
 
 pytestmark = pytest.mark.integration
 

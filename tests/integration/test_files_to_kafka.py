@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from aiokafka import TopicPartition
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster
 from tests.support.kafka_topics import new_topic, read_topic
 from tests.support.polling import wait_until
 from tests.support.processes import free_port, ready_worker
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import BlockingKafka, Record
 from worker.kafka.sink import ORIGIN_HEADER
 

@@ -17,13 +17,13 @@ from typing import Any
 import psycopg2
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.kafka_topics import read_topic
 from tests.support.polling import wait_until
 from tests.support.postgres import PostgresServer
 from tests.support.processes import WorkerProcess, free_port, ready_worker
 from tests.support.rest_client import Api
-from worker.connectors.jdbc_to_kafka import settings_of, table_source
-from worker.embedded_broker import EmbeddedBroker
+from worker.connectors.jdbc.jdbc_to_kafka import settings_of, table_source
 from worker.kafka.client import Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
@@ -392,7 +392,7 @@ def test_faults_fail_the_task_naming_the_table_never_the_password(
         trace = status["tasks"][0]["trace"]
         table = changed.get("table.whitelist", "present")
         assert trace.startswith(
-            f"worker.connectors.jdbc_source.TableReadError: Cannot read table {table!r}"
+            f"worker.connectors.jdbc.source.TableReadError: Cannot read table {table!r}"
         )
         assert reason in trace, trace
         assert postgres.password not in trace

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from aiokafka import TopicPartition
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.kafka_topics import keyed, new_topic, produce
-from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import BlockingKafka, KafkaUnavailableError, Outgoing
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.kafka_topics import new_topic, read_topic
-from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import BlockingKafka, IsolationLevel, TransactionsUnsupportedError
 from worker.kafka.connection import KafkaConnection
 from worker.kafka.sink import (

@@ -26,16 +26,16 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.lakehouse import delta_rows
 from tests.support.polling import wait_until
 from tests.support.rest_client import Api
 from tests.support.restartable_worker import RestartableWorker, forget_newest_commit
-from worker.checkpoint_layout import checkpoint_dir_for
-from worker.connectors.delta_sink import DeltaSink, delta_session
-from worker.embedded_broker import EmbeddedBroker
-from worker.spark_packages import DELTA, spark_package_jars
-from worker.spark_session import SparkSessionProvider
+from worker.connectors.delta.sink import DeltaSink, delta_session
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.runtime.spark_packages import DELTA, spark_package_jars
+from worker.runtime.spark_session import SparkSessionProvider
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster
 from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

@@ -19,15 +19,15 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.lakehouse import iceberg_hadoop_table
 from tests.support.polling import wait_until
 from tests.support.postgres import PostgresServer
 from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
-from worker.checkpoint_layout import checkpoint_dir_for
-from worker.embedded_broker import EmbeddedBroker
-from worker.plugins import HIDDEN
+from worker.plugins.api import HIDDEN
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

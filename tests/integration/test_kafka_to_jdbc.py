@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.kafka_topics import new_topic, produce, read_topic
 from tests.support.polling import wait_until
 from tests.support.postgres import PostgresServer
 from tests.support.processes import free_port
 from tests.support.rest_client import Api
 from tests.support.restartable_worker import RestartableWorker, forget_newest_commit
-from worker.checkpoint_layout import checkpoint_dir_for
-from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import Outgoing
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

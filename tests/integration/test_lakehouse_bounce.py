@@ -15,12 +15,12 @@ from types import TracebackType
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.bounce import restart_in_place
 from tests.support.cluster import Cluster
 from tests.support.kafka_topics import keyed, new_topic
 from tests.support.lakehouse import delta_rows, iceberg_rows, keyed_once
 from tests.support.polling import wait_until
-from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import BlockingKafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]

@@ -17,9 +17,9 @@ from herder.membership import (
     subscribing,
 )
 from protocol import PROTOCOL_NAME
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.polling import wait_until_async
 from tests.support.processes import free_port, running_broker
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

@@ -14,11 +14,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from protocol.versions import CURRENT_VERSION
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config, worker_pair
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

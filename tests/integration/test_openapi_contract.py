@@ -18,8 +18,8 @@ from schemathesis.checks import (
 from schemathesis.core.result import Ok
 from schemathesis.schemas import APIOperation
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.processes import WorkerProcess, ready_worker
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

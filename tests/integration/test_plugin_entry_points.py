@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.file_sink import committed_files
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

@@ -11,10 +11,10 @@ import httpx
 import pytest
 
 from protocol.versions import CURRENT_VERSION
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster, generator_config, start_times
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

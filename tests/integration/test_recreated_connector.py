@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, ready_worker
 from tests.support.rest_client import Api
-from worker.checkpoint_fingerprint import FINGERPRINT_FILE
-from worker.embedded_broker import EmbeddedBroker
+from worker.runtime.checkpoint_fingerprint import FINGERPRINT_FILE
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

@@ -12,12 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config, worker_pair
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port, ready_worker, running_broker
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

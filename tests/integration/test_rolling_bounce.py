@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.bounce import (
     OwnershipSampler,
     read_outputs,
@@ -34,7 +35,6 @@ from tests.support.bounce import (
     wait_for_batches_after,
 )
 from tests.support.cluster import Cluster
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

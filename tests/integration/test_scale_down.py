@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster, generator_config
 from tests.support.file_sink import committed_column
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,7 @@ from tests.support.polling import wait_until
 from tests.support.processes import free_port
 from tests.support.secured_kafka import WORKER, client_settings, make_authority, secured_kafka
 from worker.kafka.connection import KafkaConnection
-from worker.kafka_security import SECURITY_KEYS
+from worker.kafka.security import SECURITY_KEYS
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

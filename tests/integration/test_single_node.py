@@ -15,13 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import BrokerStartError, EmbeddedBroker, port_is_open
+from sparkherd.broker.kafka_kraft import ListenerSecurity
 from sparkherd.service import REST_KEEP_ALIVE_S
 from tests.support.file_sink import committed_column, committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port, ready_worker, running_broker
-from worker.embedded_broker import BrokerStartError, EmbeddedBroker, port_is_open
-from worker.kafka_kraft import ListenerSecurity
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

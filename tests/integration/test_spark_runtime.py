@@ -19,21 +19,21 @@ from pyspark.sql import functions as F
 from protocol.messages import ConnectorTaskId
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until, wait_until_async
-from worker import spark_task_runtime, spark_warm_up
-from worker.connectors.file_sink import start_file_sink
+from worker.connectors.files.file_sink import start_file_sink
 from worker.connectors.generator import GeneratorConnector
-from worker.plugin_registry import PluginRegistry
-from worker.plugins import Connector, Task, TaskContext, parse_config
-from worker.spark_session import SparkSessionProvider
-from worker.spark_task_runtime import (
+from worker.plugins.api import Connector, Task, TaskContext, parse_config
+from worker.plugins.registry import PluginRegistry
+from worker.runtime import spark_task_runtime, spark_warm_up
+from worker.runtime.spark_session import SparkSessionProvider
+from worker.runtime.spark_task_runtime import (
     SparkTaskRuntime,
     job_tag,
     last_progress,
     recent_progress,
     stop_between_batches,
 )
-from worker.task_claims import claim
-from worker.task_state import TaskState
+from worker.runtime.task_claims import claim
+from worker.runtime.task_state import TaskState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

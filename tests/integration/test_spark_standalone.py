@@ -9,12 +9,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config
 from tests.support.file_sink import committed_column, committed_files
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
 from tests.support.spark_standalone import running_standalone_cluster
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

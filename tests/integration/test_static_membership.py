@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster, generator_config, start_times
 from tests.support.polling import wait_until
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,9 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.processes import free_port, ready_worker
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 from worker.kafka.client import BlockingKafka, KafkaUnavailableError, TopicCreationRefusedError
 from worker.kafka.topic_admin import ensure_source_topic
 from worker.kafka.topic_creation import (

@@ -24,13 +24,13 @@ from typing import Any
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from sparkherd.ctl.views import connector_state
 from tests.support.browser import CHROMIUM, Chromium, DevToolsError, Page, chromium
 from tests.support.cluster import generator_config, worker_pair
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

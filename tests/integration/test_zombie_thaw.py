@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster, generator_config
 from tests.support.file_sink import committed_column, committed_files
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

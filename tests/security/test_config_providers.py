@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from worker.config import ConfigError, WorkerConfig
-from worker.config_providers import ConfigProviderError, ConfigProviders, has_placeholder
+from worker.config.providers import ConfigProviderError, ConfigProviders, has_placeholder
 
 SECRET = "p@ss-never-printed"
 CONNECT = "org.apache.kafka.common.config.provider."

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.plugins import no_spark, plugins_with_secrets
-from worker.config_providers import ConfigProviders
-from worker.connector_configs import MAX_TASK_CONFIGS_BYTES, RegistryPlugins
+from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
-from worker.plugin_registry import UnknownPluginError
-from worker.plugins import ConnectorConfigError
+from worker.plugins.api import ConnectorConfigError
+from worker.plugins.connector_configs import MAX_TASK_CONFIGS_BYTES, RegistryPlugins
+from worker.plugins.registry import UnknownPluginError
 
 SECRET = "hunter2-do-not-print"
 

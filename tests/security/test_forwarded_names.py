@@ -15,10 +15,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config, worker_pair
 from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

@@ -15,17 +15,17 @@ import pytest
 from tests.support.plugins import no_spark
 from worker.config import WorkerConfig
 from worker.config.errors import ConfigError
-from worker.config_providers import ConfigProviders
-from worker.connector_configs import RegistryPlugins
+from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
-from worker.locations import (
+from worker.plugins.api import ConnectorConfigError
+from worker.plugins.connector_configs import RegistryPlugins
+from worker.plugins.locations import (
     AmbiguousLocation,
     Locations,
     location_problems,
     normal_form,
     placed_locations,
 )
-from worker.plugins import ConnectorConfigError
 
 CWD = Path("/srv")
 

@@ -18,12 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, ready_worker
-from worker.embedded_broker import EmbeddedBroker
-from worker.locations import AmbiguousLocation, normal_form
-from worker.maven_jars import cache_root
+from worker.plugins.locations import AmbiguousLocation, normal_form
+from worker.runtime.maven_jars import cache_root
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

@@ -18,10 +18,10 @@ import httpx
 import pytest
 
 from rest.loggers import MAX_CREATED_LOGGERS
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, process_tree, ready_worker
-from worker.embedded_broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

@@ -11,11 +11,11 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from tests.support.in_process_spark import in_process_spark
+from worker.connectors.files.kafka_to_files import KafkaToFilesTask
 from worker.connectors.kafka_sink import ASSIGN_KEY
-from worker.connectors.kafka_to_files import KafkaToFilesTask
 from worker.kafka.source import SCHEMA, format_assignment
-from worker.plugins import TaskContext
-from worker.sql_policy import (
+from worker.plugins.api import TaskContext
+from worker.records.sql_policy import (
     QueryNotAllowed,
     analyze_query,
     check_query,

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
+from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
-from worker.embedded_broker import EmbeddedBroker
 
 
 def generator_config(output: Path, tasks: int, rate: int = 5) -> dict[str, str]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Final
 
 from tests.support.kafka_connect import plugin_path
-from worker.maven_jars import JarBundle
+from worker.runtime.maven_jars import JarBundle
 
 DEBEZIUM_VERSION: Final = "3.6.0.Final"
 HIBERNATE_VERSION: Final = "7.2.19.Final"

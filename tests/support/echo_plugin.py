@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pyspark.sql import functions as F
 
-from worker.plugins import Connector, Task, TaskContext, parse_config
+from worker.plugins.api import Connector, Task, TaskContext, parse_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

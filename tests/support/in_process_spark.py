@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
-from worker.spark_packages import SPARK_AVRO, spark_package_jars
-from worker.spark_session import SparkSessionProvider
+from worker.runtime.spark_packages import SPARK_AVRO, spark_package_jars
+from worker.runtime.spark_session import SparkSessionProvider
 
 
 @contextlib.contextmanager

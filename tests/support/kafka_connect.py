@@ -2,9 +2,9 @@
 reference the differential REST test and `tests/bench/versus_kafka_connect.py` measure
 sparkherd against.
 
-The jars come from Maven Central through `worker.maven_jars`, resolved once into the
+The jars come from Maven Central through `worker.runtime.maven_jars`, resolved once into the
 same cache as the broker's (`~/.cache/sparkherd/<bundle>`): `connect-runtime` of the
-broker's own version (`worker.kafka_kraft.KAFKA_VERSION`) with its converters and
+broker's own version (`sparkherd.broker.kafka_kraft.KAFKA_VERSION`) with its converters and
 transforms, and `connect-test-plugins` for `VerifiableSourceConnector` and
 `MockSourceConnector` (`org.apache.kafka.connect.tools`). Kafka stopped shipping those in
 `connect-runtime` in 4.0 and has published `connect-test-plugins` for 4.0.0 only, so that
@@ -27,16 +27,16 @@ from typing import Final
 
 import httpx
 
-from tests.support.polling import wait_until
-from tests.support.processes import ServiceProcess, free_port
-from worker.kafka_kraft import (
+from sparkherd.broker.kafka_kraft import (
     KAFKA_VERSION,
     LOG4J_VERSION,
     console_log4j2,
     java_executable,
     render_properties,
 )
-from worker.maven_jars import JarBundle, bundle_dir, cache_root, classpath, resolve_jars
+from tests.support.polling import wait_until
+from tests.support.processes import ServiceProcess, free_port
+from worker.runtime.maven_jars import JarBundle, bundle_dir, cache_root, classpath, resolve_jars
 
 TEST_PLUGINS_VERSION: Final = "4.0.0"
 """The newest `connect-test-plugins` on Maven Central (4.1.x is not published)."""

@@ -10,7 +10,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from tests.support.processes import free_port
 from worker.kafka.client import BlockingKafka, IsolationLevel, Outgoing, Record
-from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
+from worker.kafka.security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 
 def create_topic(

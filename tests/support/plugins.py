@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.config import WorkerConfig
-from worker.config_providers import ConfigProviders
-from worker.connector_configs import RegistryPlugins
+from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
-from worker.plugin_registry import PluginRegistry
+from worker.plugins.connector_configs import RegistryPlugins
+from worker.plugins.registry import PluginRegistry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -21,9 +21,9 @@ from typing import Literal
 
 import httpx
 
+from sparkherd.broker.embedded import BrokerEngine, EmbeddedBroker, TansuEngine
+from sparkherd.broker.kafka_kraft import KafkaKRaftEngine, ListenerSecurity
 from tests.support.polling import wait_until
-from worker.embedded_broker import BrokerEngine, EmbeddedBroker, TansuEngine
-from worker.kafka_kraft import KafkaKRaftEngine, ListenerSecurity
 
 
 def free_port() -> int:

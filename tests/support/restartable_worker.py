@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
-from worker.checkpoint_offsets import newest_committed_batch
+from worker.runtime.checkpoint_offsets import newest_committed_batch
 
 TIMEOUT_S = 180
 

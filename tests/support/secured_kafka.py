@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparkherd.broker.embedded import EmbeddedBroker
+from sparkherd.broker.kafka_kraft import ListenerSecurity
 from tests.support.processes import running_broker
-from worker.embedded_broker import EmbeddedBroker
-from worker.kafka_kraft import ListenerSecurity
 
 MECHANISM = "SCRAM-SHA-512"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -35,6 +35,7 @@ from worker.config.defaults import (
     with_derived_defaults,
 )
 from worker.config.errors import CUSTOM_ERROR, ConfigError, invalid
+from worker.config.providers import ConfigProviderError, ConfigProviders, is_provider_key
 from worker.config.values import (
     JAVA_INT_MAX,
     KAFKA_NAME_RULE,
@@ -48,9 +49,7 @@ from worker.config.values import (
     OptionalKafkaName,
     int_field,
 )
-from worker.config_providers import ConfigProviderError, ConfigProviders, is_provider_key
-from worker.converters.spec import is_converter_key, worker_converter_problems
-from worker.kafka_security import (
+from worker.kafka.security import (
     ROLES,
     ClientRole,
     KafkaClientSecurity,
@@ -59,8 +58,9 @@ from worker.kafka_security import (
     is_security_key,
     security_settings,
 )
-from worker.plugin_registry import MIN_BACKOFF_MS
-from worker.sql_plan import DEFAULT_MAX_GENERATED, MAX_GENERATED_KEY
+from worker.plugins.registry import MIN_BACKOFF_MS
+from worker.records.converters.spec import is_converter_key, worker_converter_problems
+from worker.records.sql_plan import DEFAULT_MAX_GENERATED, MAX_GENERATED_KEY
 
 CONNECT_COMPAT_IGNORED_KEYS = frozenset(
     {
@@ -239,10 +239,10 @@ class WorkerConfig(BaseModel):
     """`config.providers` and every `config.providers.<alias>.*` key, as given."""
     kafka_security_settings: dict[str, str] = Field(default_factory=dict)
     """`security.protocol`, `sasl.*`, `ssl.*` and their `consumer.`/`producer.`/`admin.`
-    forms, as given (see `worker.kafka_security`)."""
+    forms, as given (see `worker.kafka.security`)."""
     converter_settings: dict[str, str] = Field(default_factory=dict)
     """`key.converter`, `value.converter` and their prefixed settings, as given: the
-    converters of every connector that names none (see `worker.converters.spec`)."""
+    converters of every connector that names none (see `worker.records.converters.spec`)."""
 
     _given: dict[str, object] = PrivateAttr(default_factory=dict)
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -11,8 +11,8 @@ from typing import Final
 
 from worker.config.errors import ConfigError
 from worker.config.model import WorkerConfig
-from worker.config_providers import WORKER_VARIABLE_PREFIX
-from worker.properties import PropertiesSyntaxError, parse_properties
+from worker.config.properties import PropertiesSyntaxError, parse_properties
+from worker.config.providers import WORKER_VARIABLE_PREFIX
 
 ENV_PREFIX: Final = WORKER_VARIABLE_PREFIX
 

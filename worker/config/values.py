@@ -13,7 +13,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from worker.locations import AmbiguousLocation, normal_form
+from worker.plugins.locations import AmbiguousLocation, normal_form
 
 JAVA_INT_MAX: Final = 2**31 - 1
 KAFKA_NAME_RULE: Final = "1 to 249 letters, digits, '.', '_' or '-'"
@@ -114,7 +114,7 @@ def _absolute_directory(value: object) -> object:
 
 def _location_roots(value: object) -> object:
     """Comma-separated locations in the normal form connectors' paths are judged in
-    (`worker.locations`), resolved at load time as `checkpoint.root` is; empty: none."""
+    (`worker.plugins.locations`), resolved at load time as `checkpoint.root` is; empty: none."""
     if not isinstance(value, str):
         return value
     entries = [entry.strip() for entry in value.split(",") if entry.strip()]

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from worker.connectors.files_to_kafka import FilesToKafkaConnector
+from worker.connectors.delta.kafka_to_delta import KafkaToDeltaConnector
+from worker.connectors.files.files_to_kafka import FilesToKafkaConnector
+from worker.connectors.files.kafka_to_files import KafkaToFilesConnector
 from worker.connectors.generator import GeneratorConnector
-from worker.connectors.jdbc_to_kafka import JdbcToKafkaConnector
-from worker.connectors.kafka_to_delta import KafkaToDeltaConnector
-from worker.connectors.kafka_to_files import KafkaToFilesConnector
-from worker.connectors.kafka_to_iceberg import KafkaToIcebergConnector
-from worker.connectors.kafka_to_jdbc import KafkaToJdbcConnector
-from worker.plugin_registry import PluginRegistry
-from worker.plugins import Connector
+from worker.connectors.iceberg.kafka_to_iceberg import KafkaToIcebergConnector
+from worker.connectors.jdbc.jdbc_to_kafka import JdbcToKafkaConnector
+from worker.connectors.jdbc.kafka_to_jdbc import KafkaToJdbcConnector
+from worker.plugins.api import Connector
+from worker.plugins.registry import PluginRegistry
 
 BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (
     FilesToKafkaConnector,

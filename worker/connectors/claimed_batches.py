@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from worker.plugins import TaskContext
-from worker.task_claims import Claim
+from worker.plugins.api import TaskContext
+from worker.runtime.task_claims import Claim
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 BatchStep = Callable[["DataFrame", int, Callable[["DataFrame"], None]], None]
 """What a task may do with each batch before it is committed: given the batch, its id and
 the commit, it calls the commit (at most once) with the rows to write. This is where
-`errors.tolerance=all` takes failed records out (`worker.record_errors`)."""
+`errors.tolerance=all` takes failed records out (`worker.records.errors`)."""
 
 BatchWrite = Callable[["DataFrame", int], None]
 """The sink's commit of one batch's rows under the batch's id, once per id."""

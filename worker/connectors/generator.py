@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pyspark.sql import functions as F
 
-from worker.connectors.file_sink import start_file_sink
-from worker.plugins import (
+from worker.connectors.files.file_sink import start_file_sink
+from worker.plugins.api import (
     JAVA_INT_MAX,
     Connector,
     ConnectorConfigError,
@@ -25,7 +25,7 @@ from worker.plugins import (
     TaskContext,
     parse_config,
 )
-from worker.record_errors.settings import not_reading_kafka_problems
+from worker.records.errors.settings import not_reading_kafka_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

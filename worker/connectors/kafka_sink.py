@@ -7,9 +7,9 @@ the batch runs, a batch that has to run again (after a crash, on another worker)
 the same offsets, and the sink commits each batch id once. Kafka's consumer groups are
 not used at all.
 
-Keys and values go through Connect's converters (`worker.converters`), bytes by default
+Keys and values go through Connect's converters (`worker.records.converters`), bytes by default
 (what Spark's Kafka source gives); `transform.sql` sees them converted in `source`, run
-per batch in `foreachBatch` (`worker.record_errors`). A record that cannot be converted,
+per batch in `foreachBatch` (`worker.records.errors`). A record that cannot be converted,
 or that `transform.sql` fails on, fails the task naming the record (Connect's
 `errors.tolerance=none`, the default: `strict_batches`). With `errors.tolerance=all` it
 is taken out of its batch, sent to the dead letter queue if one is named, and counted,
@@ -33,21 +33,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 from aiokafka import TopicPartition
 from pydantic import BaseModel, Field, field_validator
 
-from worker.checkpoint_offsets import committed_offsets
 from worker.connectors.claimed_batches import BatchStep
-from worker.converters.payload_types import SAMPLE_RECORDS, declared_type, task_payload_type
-from worker.converters.records import (
-    PayloadTypes,
-    decode_records,
-    failing_on_errors,
-    first_records,
-    view_schema,
-)
-from worker.converters.spec import DecodingSettings, RecordConverters, parse_with_converters
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
-from worker.plugins import (
+from worker.plugins.api import (
     JAVA_INT_MAX,
     ConfigProblem,
     Connector,
@@ -55,18 +45,28 @@ from worker.plugins import (
     NonEmptyStr,
     TaskContext,
 )
-from worker.record_errors.dead_letter_queue import DeadLetterQueue
-from worker.record_errors.failed_records import PutFailed
-from worker.record_errors.settings import ErrorHandlingSettings, error_handling_problems
-from worker.record_errors.strict_batches import StrictBatches
-from worker.record_errors.tolerant_batches import TolerantBatches
-from worker.sql_policy import (
+from worker.records.converters.payload_types import SAMPLE_RECORDS, declared_type, task_payload_type
+from worker.records.converters.records import (
+    PayloadTypes,
+    decode_records,
+    failing_on_errors,
+    first_records,
+    view_schema,
+)
+from worker.records.converters.spec import DecodingSettings, RecordConverters, parse_with_converters
+from worker.records.errors.dead_letter_queue import DeadLetterQueue
+from worker.records.errors.failed_records import PutFailed
+from worker.records.errors.settings import ErrorHandlingSettings, error_handling_problems
+from worker.records.errors.strict_batches import StrictBatches
+from worker.records.errors.tolerant_batches import TolerantBatches
+from worker.records.sql_policy import (
     QueryNotAllowed,
     analyze_query,
     check_query,
     checked_query,
     query_session,
 )
+from worker.runtime.checkpoint_offsets import committed_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -161,7 +161,7 @@ S = TypeVar("S", bound=KafkaSinkSettings)
 
 def sink_settings(model: type[S], config: Mapping[str, str]) -> tuple[S, RecordConverters]:
     """The settings and converters, with every problem of either and of the error
-    handling keys (`worker.record_errors.settings`) in one error."""
+    handling keys (`worker.records.errors.settings`) in one error."""
     topics = [t.strip() for t in config.get("topics", "").split(",")]
     problems = error_handling_problems(config, topics)
     try:

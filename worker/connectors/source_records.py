@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker.converters.columns import encode, row_payload, top_level
-from worker.converters.spec import RecordConverters
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.transactions import ExactlyOnceSupport
-from worker.plugins import JAVA_INT_MAX
+from worker.plugins.api import JAVA_INT_MAX
+from worker.records.converters.columns import encode, row_payload, top_level
+from worker.records.converters.spec import RecordConverters
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

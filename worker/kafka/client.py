@@ -38,8 +38,8 @@ from aiokafka.errors import (
     for_code,
 )
 
+from worker.kafka.security import PLAINTEXT_CLIENT, KafkaClientSecurity
 from worker.kafka.topic_creation import BROKER_DEFAULT, NewTopicSpec
-from worker.kafka_security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 T = TypeVar("T")
 

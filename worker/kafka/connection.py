@@ -18,13 +18,13 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worker.kafka.client import BlockingKafka, IsolationLevel
-from worker.kafka_security import (
+from worker.kafka.security import (
     SECURITY_KEYS,
     KafkaClientSecurity,
     KafkaSecurityError,
     client_security,
 )
-from worker.plugins import NonEmptyStr
+from worker.plugins.api import NonEmptyStr
 
 CONNECTOR_PREFIX: Final = "kafka."
 

@@ -27,7 +27,7 @@ from worker.kafka.data_source import FORMAT, KafkaDataSource
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
 from worker.kafka.source import INCLUDE_HEADERS, format_assignment
 from worker.kafka.transactions import ExactlyOnceSupport, TransactionalIds, fence_earlier_producers
-from worker.plugins import TaskContext
+from worker.plugins.api import TaskContext
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

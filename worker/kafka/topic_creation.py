@@ -26,7 +26,7 @@ from typing import Final
 
 import re2
 
-from worker.plugins import ConfigProblem, ConnectorConfigError
+from worker.plugins.api import ConfigProblem, ConnectorConfigError
 
 PREFIX: Final = "topic.creation."
 GROUPS_KEY: Final = "topic.creation.groups"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from worker.config import WorkerConfig
-from worker.properties import parse_properties
+from worker.config.properties import parse_properties
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 BASE = DEPLOY / "kubernetes"

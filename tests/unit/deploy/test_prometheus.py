@@ -14,9 +14,9 @@ from herder.metrics import RebalanceView, WorkerMetrics
 from herder.views import WorkerState
 from protocol.messages import ConnectorTaskId
 from rest.metrics import WorkerCollector
-from worker.task_errors import BatchErrors
-from worker.task_progress import TaskProgress
-from worker.task_state import StartupCounts
+from worker.runtime.task_errors import BatchErrors
+from worker.runtime.task_progress import TaskProgress
+from worker.runtime.task_state import StartupCounts
 
 PROMETHEUS = Path(__file__).resolve().parents[3] / "deploy" / "prometheus"
 SERIES = re.compile(r"\b(?:kafka_connect|sparkherd)_[a-z_]+")

@@ -30,7 +30,7 @@ from protocol.codec import Codec
 from protocol.messages import ConnectorTaskId, Subscription
 from protocol.versions import CURRENT_VERSION
 from tests.support.polling import wait_until_async
-from worker.task_state import TaskState
+from worker.runtime.task_state import TaskState
 
 StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
 

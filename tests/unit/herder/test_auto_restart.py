@@ -25,8 +25,8 @@ from tests.unit.herder.memory_cluster import (
     running_herder,
     until,
 )
-from worker.spark_task_runtime import TaskFencedError
-from worker.task_state import TaskState
+from worker.runtime.spark_task_runtime import TaskFencedError
+from worker.runtime.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "1"}
 TASK = ConnectorTaskId("flaky", 0)

@@ -13,10 +13,10 @@ from tests.support.plugins import plugins_for
 from worker.config import WorkerConfig
 from worker.config.errors import ConfigError
 from worker.connectors import BUILTIN_CONNECTORS
-from worker.plugin_registry import PluginRegistry
-from worker.plugins import ConnectorConfigError
-from worker.spark_task_runtime import TaskFencedError
-from worker.task_state import TaskState
+from worker.plugins.api import ConnectorConfigError
+from worker.plugins.registry import PluginRegistry
+from worker.runtime.spark_task_runtime import TaskFencedError
+from worker.runtime.task_state import TaskState
 
 TASK = ConnectorTaskId("orders", 0)
 POLICY = RestartPolicy(enabled=True, max_attempts=3, initial_backoff_ms=1_000, max_backoff_ms=3_000)
@@ -141,7 +141,7 @@ def test_a_fenced_task_is_not_restarted_and_a_disabled_policy_restarts_nothing()
 def test_the_fencing_mark_matches_the_runtimes_message_also_inside_a_traceback() -> None:
     message = str(TaskFencedError(TASK, "w2"))
     assert is_fenced(message)
-    assert is_fenced(f"Traceback ...\nworker.spark_task_runtime.TaskFencedError: {message}")
+    assert is_fenced(f"Traceback ...\nworker.runtime.spark_task_runtime.TaskFencedError: {message}")
     assert not is_fenced("java.io.IOException: disk full") and not is_fenced(None)
 
 

@@ -27,9 +27,9 @@ from tests.unit.herder.memory_cluster import (
     running_herder,
     until,
 )
-from worker.config_bounds import MAX_CONFIG_KEYS
-from worker.spark_task_runtime import TaskFencedError
-from worker.task_state import TaskState
+from worker.config.bounds import MAX_CONFIG_KEYS
+from worker.runtime.spark_task_runtime import TaskFencedError
+from worker.runtime.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
 EMPTY_V3_ANSWER = Assignment(3, 3, AssignmentError.NONE, "other", "http://other:8083", -1)

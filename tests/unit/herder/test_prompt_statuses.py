@@ -9,7 +9,7 @@ from pathlib import Path
 from herder.config_store import TargetState
 from herder.herder import DistributedHerder
 from tests.unit.herder.memory_cluster import LoneCoordinator, running_herder, until
-from worker.task_state import TaskState
+from worker.runtime.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
 

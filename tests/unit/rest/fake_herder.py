@@ -25,8 +25,8 @@ from herder.metrics import RebalanceView, WorkerMetrics
 from herder.status_store import Status
 from herder.views import ClusterView, ConnectorView, WorkerState
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
-from worker.checkpoint_offsets import SourceOffset
-from worker.task_state import StartupCounts, TaskState
+from worker.runtime.checkpoint_offsets import SourceOffset
+from worker.runtime.task_state import StartupCounts, TaskState
 
 WORKER_ID = "10.0.0.1:8083"
 

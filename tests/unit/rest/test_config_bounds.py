@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from herder.config_store import TargetState
 from tests.unit.rest.fake_herder import FakeHerder
-from worker.config_bounds import MAX_CONFIG_KEYS, MAX_CONFIG_TEXT_BYTES
+from worker.config.bounds import MAX_CONFIG_KEYS, MAX_CONFIG_TEXT_BYTES
 
 BASE = {"connector.class": "generator", "output.path": "/data/out"}
 Body = Callable[[dict[str, Any]], Any]

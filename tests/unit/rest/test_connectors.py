@@ -13,7 +13,7 @@ from herder.errors import HerderError
 from herder.requests import RequestTimedOut, WorkerStopping
 from protocol.messages import ConnectorTaskId
 from tests.unit.rest.fake_herder import WORKER_ID, FakeHerder
-from worker.task_state import TaskState
+from worker.runtime.task_state import TaskState
 
 GENERATOR = {"connector.class": "generator", "tasks.max": 2}
 

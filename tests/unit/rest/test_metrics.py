@@ -11,12 +11,12 @@ from herder.config_store import TargetState
 from protocol.messages import Allocation, ConnectorTaskId
 from tests.unit.rest.conftest import FakeRuntime
 from tests.unit.rest.fake_herder import FakeHerder
-from worker.checkpoint_layout import checkpoint_dir_for
-from worker.checkpoint_offsets import newest_committed_batch
-from worker.task_error_totals import TaskErrorTotals, read_error_totals
-from worker.task_errors import BatchErrors, write_batch_errors
-from worker.task_progress import TaskProgress
-from worker.task_state import TaskState
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.runtime.checkpoint_offsets import newest_committed_batch
+from worker.runtime.task_error_totals import TaskErrorTotals, read_error_totals
+from worker.runtime.task_errors import BatchErrors, write_batch_errors
+from worker.runtime.task_progress import TaskProgress
+from worker.runtime.task_state import TaskState
 
 
 def scrape(client: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

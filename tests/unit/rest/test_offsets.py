@@ -12,8 +12,8 @@ from herder.config_store import TargetState
 from protocol.messages import ConnectorTaskId
 from rest.offsets import ALTERED, RESET
 from tests.unit.rest.fake_herder import FakeHerder
-from worker.checkpoint_offsets import SourceOffset
-from worker.task_state import TaskState
+from worker.runtime.checkpoint_offsets import SourceOffset
+from worker.runtime.task_state import TaskState
 
 NOT_STOPPED = (
     "Connectors must be in the STOPPED state before their offsets can be modified. This can "

@@ -15,8 +15,8 @@ from rest.progress import ProgressBody, TaskProgressBody, gathered
 from tests.support.processes import free_port
 from tests.unit.rest.conftest import FakeRuntime
 from tests.unit.rest.fake_herder import WORKER_ID, FakeHerder
-from worker.task_errors import BatchErrors
-from worker.task_progress import TaskProgress
+from worker.runtime.task_errors import BatchErrors
+from worker.runtime.task_progress import TaskProgress
 
 SEEN = TaskProgress(
     batch_id=4,

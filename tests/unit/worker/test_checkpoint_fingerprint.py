@@ -1,4 +1,4 @@
-"""What a task's checkpoint was made for (`worker.checkpoint_fingerprint`), and admission
+"""What a task's checkpoint was made for (`worker.runtime.checkpoint_fingerprint`), and admission
 refusing a config its checkpoints no longer fit (issue 29, item 2): a generator re-created
 under its old name with another `output.path` looped in FAILED with Spark's
 BATCH_METADATA_NOT_FOUND."""
@@ -11,7 +11,11 @@ import pytest
 
 from herder.auto_restart import needs_new_checkpoint
 from tests.support.plugins import plugins_for
-from worker.checkpoint_fingerprint import (
+from worker.connectors import BUILTIN_CONNECTORS
+from worker.plugins.api import ConnectorConfigError
+from worker.plugins.connector_configs import RegistryPlugins
+from worker.plugins.registry import PluginRegistry
+from worker.runtime.checkpoint_fingerprint import (
     FINGERPRINT_FILE,
     CheckpointNotFit,
     changed_keys,
@@ -19,11 +23,7 @@ from worker.checkpoint_fingerprint import (
     fit,
     recorded,
 )
-from worker.checkpoint_layout import checkpoint_dir_for
-from worker.connector_configs import RegistryPlugins
-from worker.connectors import BUILTIN_CONNECTORS
-from worker.plugin_registry import PluginRegistry
-from worker.plugins import ConnectorConfigError
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
 
 
 def generator(output: Path | str, **extra: str) -> dict[str, str]:

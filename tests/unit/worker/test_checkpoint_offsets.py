@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.checkpoint_layout import checkpoint_query_id
-from worker.checkpoint_offsets import (
+from worker.runtime.checkpoint_layout import checkpoint_query_id
+from worker.runtime.checkpoint_offsets import (
     MAX_POSITION,
     OffsetsError,
     SourceOffset,

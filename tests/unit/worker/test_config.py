@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from worker.config import ConfigError, WorkerConfig, load_worker_config
-from worker.properties import PropertiesSyntaxError, parse_properties
+from worker.config.properties import PropertiesSyntaxError, parse_properties
 
 
 def load(*overrides: str, env: dict[str, str] | None = None) -> WorkerConfig:

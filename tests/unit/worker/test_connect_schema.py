@@ -29,7 +29,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from worker.converters.connect_schema import (
+from worker.records.converters.connect_schema import (
     UnmappableTypeError,
     connect_schema,
     has_logical_types,

@@ -9,8 +9,9 @@ import pytest
 
 from worker.config import WorkerConfig
 from worker.config.errors import ConfigError
-from worker.converters.avro_schema import failure_sign
-from worker.converters.spec import (
+from worker.plugins.api import ConnectorConfigError
+from worker.records.converters.avro_schema import failure_sign
+from worker.records.converters.spec import (
     CLASS_NAMES,
     ConverterSpec,
     Direction,
@@ -18,7 +19,6 @@ from worker.converters.spec import (
     record_converters,
     resolve_kind,
 )
-from worker.plugins import ConnectorConfigError
 
 AVRO = json.dumps(
     {
@@ -221,8 +221,8 @@ def test_connectors_list_the_converter_classes_among_their_settings_as_connect_d
     """So `GET /connector-plugins/<plugin>/config` shows them, and a validate answer
     files a problem with a converter class under its key."""
     from rest.connector_plugins_routes import config_definitions
-    from worker.connectors.files_to_kafka import FilesToKafkaConnector
-    from worker.connectors.kafka_to_files import KafkaToFilesConnector
+    from worker.connectors.files.files_to_kafka import FilesToKafkaConnector
+    from worker.connectors.files.kafka_to_files import KafkaToFilesConnector
 
     reads = config_definitions(KafkaToFilesConnector)
     writes = config_definitions(FilesToKafkaConnector)

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from worker.daemon_thread import DaemonThread
+from worker.runtime.daemon_thread import DaemonThread
 
 
 async def test_calls_run_in_order_on_one_daemon_thread() -> None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from worker.failure_traces import root_cause_line, with_root_cause_first
-from worker.spark_task_runtime import describe_failure
+from worker.runtime.failure_traces import root_cause_line, with_root_cause_first
+from worker.runtime.spark_task_runtime import describe_failure
 
 PY4J_MESSAGE = "An error occurred while calling o1074.start."
 
@@ -74,7 +74,7 @@ def test_a_converted_spark_error_is_followed_to_its_java_throwable() -> None:
 
 
 def test_an_error_raised_in_a_python_callback_leads_with_the_python_exception() -> None:
-    refused = "worker.connectors.delta_sink.DeltaTableRefused: /data/t is not a Delta table"
+    refused = "worker.connectors.delta.sink.DeltaTableRefused: /data/t is not a Delta table"
     proxy = FakeThrowable(
         "py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: "
         "Traceback (most recent call last):\n"

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from aiokafka import TopicPartition
 
-from worker.checkpoint_layout import checkpoint_dir_for
-from worker.connectors.files_to_kafka import (
+from worker.connectors.files.files_to_kafka import (
     SPLIT_KEY,
     FilesToKafkaConnector,
     FilesToKafkaSettings,
@@ -19,7 +18,8 @@ from worker.connectors.files_to_kafka import (
     parse_split,
 )
 from worker.kafka.sink import IntentLog, OutRow, numbered
-from worker.plugins import ConnectorConfigError, TaskContext, parse_config
+from worker.plugins.api import ConnectorConfigError, TaskContext, parse_config
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
 
 BASE = {
     "connector.class": "files-to-kafka",

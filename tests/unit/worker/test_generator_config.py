@@ -11,16 +11,17 @@ import pytest
 from pydantic import BaseModel, Field
 
 from tests.support.plugins import plugins_for
-from worker.checkpoint_layout import checkpoint_dir_for
 from worker.connectors import BUILTIN_CONNECTORS, generator
 from worker.connectors.generator import GeneratorConnector, GeneratorSettings
-from worker.plugin_registry import (
+from worker.plugins.api import Connector, ConnectorConfigError, Task, parse_config, task_output_path
+from worker.plugins.registry import (
     ENTRY_POINT_GROUP,
     PluginRegistry,
     UnknownPluginError,
+    qualified_name,
     validate_connector_config,
 )
-from worker.plugins import Connector, ConnectorConfigError, Task, parse_config, task_output_path
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
 
 
 class EchoSettings(BaseModel):
@@ -192,6 +193,27 @@ def test_builtin_plugin_resolves_by_alias_simple_name_or_path(connector_class: s
     assert PluginRegistry(BUILTIN_CONNECTORS).resolve(connector_class) is GeneratorConnector
 
 
+@pytest.mark.parametrize(
+    ("former_path", "alias"),
+    [
+        ("worker.connectors.kafka_to_files.KafkaToFilesConnector", "kafka-to-files"),
+        ("worker.connectors.files_to_kafka.FilesToKafkaConnector", "files-to-kafka"),
+        ("worker.connectors.kafka_to_delta.KafkaToDeltaConnector", "kafka-to-delta"),
+        ("worker.connectors.kafka_to_iceberg.KafkaToIcebergConnector", "kafka-to-iceberg"),
+        ("worker.connectors.kafka_to_jdbc.KafkaToJdbcConnector", "kafka-to-jdbc"),
+        ("worker.connectors.jdbc_to_kafka.JdbcToKafkaConnector", "jdbc-to-kafka"),
+    ],
+)
+def test_a_builtin_plugin_still_resolves_by_the_path_it_had_before_it_moved(
+    former_path: str, alias: str
+) -> None:
+    """Configs stored on the config topic before the connectors moved into families."""
+    registry = PluginRegistry(BUILTIN_CONNECTORS)
+
+    assert registry.resolve(former_path) is registry.resolve(alias)
+    assert qualified_name(registry.resolve(alias)) != former_path
+
+
 def test_a_registered_plugin_resolves_by_its_qualified_name() -> None:
     registry = PluginRegistry([*BUILTIN_CONNECTORS, EchoConnector])
 
@@ -205,7 +227,7 @@ def test_a_registered_plugin_resolves_by_its_qualified_name() -> None:
         ("no.such.module.Thing", "no installed plugin has this alias"),
         (f"{HERE}.EchoConnector", "no installed plugin has this alias"),
         ("pathlib.Path", "no installed plugin has this alias"),
-        ("worker.plugins.Connector", "no installed plugin has this alias"),
+        ("worker.plugins.api.Connector", "no installed plugin has this alias"),
     ],
 )
 def test_unknown_plugin_error_says_why_and_lists_available_plugins(
@@ -241,7 +263,7 @@ def test_entry_point_plugins_are_registered_and_broken_ones_skipped(
         EntryPoint("not-a-connector", "pathlib:Path", ENTRY_POINT_GROUP),
     ]
 
-    with caplog.at_level(logging.WARNING, logger="worker.plugin_registry"):
+    with caplog.at_level(logging.WARNING, logger="worker.plugins.registry"):
         registry = PluginRegistry(BUILTIN_CONNECTORS, installed)
 
     assert registry.list_plugins() == [EchoConnector, *BUILTIN_CONNECTORS]

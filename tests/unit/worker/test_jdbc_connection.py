@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.connectors.jdbc_connection import (
+from worker.connectors.jdbc.connection import (
     DatabaseConnectionError,
     JdbcConnectionSettings,
     JdbcDatabase,
@@ -15,7 +15,7 @@ from worker.connectors.jdbc_connection import (
     libpq_parameters,
     parse_jdbc_url,
 )
-from worker.plugins import ConnectorConfigError, parse_config, secret_keys
+from worker.plugins.api import ConnectorConfigError, parse_config, secret_keys
 
 
 def test_the_url_s_parts_and_parameters_percent_decoded() -> None:

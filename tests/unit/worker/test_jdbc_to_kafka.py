@@ -10,8 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.checkpoint_offsets import MAX_POSITION, check_offset
-from worker.connectors.jdbc_positions import (
+from worker.connectors.jdbc.jdbc_to_kafka import (
+    TABLES_KEY,
+    CheckpointTablesError,
+    JdbcToKafkaConnector,
+    check_checkpoint_tables,
+)
+from worker.connectors.jdbc.positions import (
     Mark,
     Mode,
     PositionError,
@@ -24,7 +29,7 @@ from worker.connectors.jdbc_positions import (
     parse_table,
     split_tables,
 )
-from worker.connectors.jdbc_queries import (
+from worker.connectors.jdbc.queries import (
     Column,
     ColumnsError,
     QueryTextError,
@@ -33,13 +38,8 @@ from worker.connectors.jdbc_queries import (
     columns_of,
     spark_type,
 )
-from worker.connectors.jdbc_to_kafka import (
-    TABLES_KEY,
-    CheckpointTablesError,
-    JdbcToKafkaConnector,
-    check_checkpoint_tables,
-)
-from worker.plugins import ConnectorConfigError
+from worker.plugins.api import ConnectorConfigError
+from worker.runtime.checkpoint_offsets import MAX_POSITION, check_offset
 
 MODES: tuple[Mode, ...] = ("incrementing", "timestamp", "timestamp+incrementing")
 positions = st.integers(0, MAX_POSITION)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.kafka_kraft import (
+from sparkherd.broker.kafka_kraft import (
     KafkaKRaftEngine,
     ListenerSecurity,
     new_cluster_id,

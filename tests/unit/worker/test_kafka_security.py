@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from worker.config import ConfigError, WorkerConfig
-from worker.kafka_security import (
+from worker.kafka.security import (
     KafkaSecurityError,
     SaslLogin,
     client_security,

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from worker.connectors.delta_checks import (
+from worker.connectors.delta.checks import (
     SchemaEvolution,
     missing_partition_columns,
     plain_directory_refusal,
     schema_refusal,
 )
-from worker.connectors.delta_sink import backoff_s, java_class_names
-from worker.connectors.kafka_to_delta import KafkaToDeltaConnector, settings_of
+from worker.connectors.delta.kafka_to_delta import KafkaToDeltaConnector, settings_of
+from worker.connectors.delta.sink import backoff_s, java_class_names
 from worker.connectors.table_columns import Column, ColumnDifference, TypeChange, compare_columns
-from worker.plugins import ConnectorConfigError
+from worker.plugins.api import ConnectorConfigError
 
 BASE = {
     "connector.class": "kafka-to-delta",

@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 from aiokafka import TopicPartition
 
-from worker.checkpoint_layout import checkpoint_dir_for
-from worker.checkpoint_offsets import alter_offsets
+from worker.connectors.files.kafka_to_files import KafkaToFilesSettings, settings_of
 from worker.connectors.kafka_sink import (
     PartitionMovedError,
     check_not_read_elsewhere,
     default_transform,
     split_partitions,
 )
-from worker.connectors.kafka_to_files import KafkaToFilesSettings, settings_of
 from worker.kafka.source import format_assignment, parse_assignment
-from worker.plugins import ConnectorConfigError, TaskContext, parse_config
+from worker.plugins.api import ConnectorConfigError, TaskContext, parse_config
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.runtime.checkpoint_offsets import alter_offsets
 
 BASE = {
     "connector.class": "kafka-to-files",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pyspark.errors import PySparkException
 
-from worker.connectors.iceberg_catalog import (
+from worker.connectors.iceberg.catalog import (
     CatalogSettings,
     IcebergKeyError,
     PartitionField,
@@ -18,16 +18,16 @@ from worker.connectors.iceberg_catalog import (
     parse_partition_by,
     parse_table,
 )
-from worker.connectors.iceberg_schema import compare, schema_problem
-from worker.connectors.iceberg_table import IcebergCatalogError
-from worker.connectors.kafka_to_iceberg import (
+from worker.connectors.iceberg.kafka_to_iceberg import (
     KafkaToIcebergConnector,
     catalog_errors,
     settings_of,
     with_retries,
 )
+from worker.connectors.iceberg.schema import compare, schema_problem
+from worker.connectors.iceberg.table import IcebergCatalogError
 from worker.connectors.table_columns import Column, TypeChange
-from worker.plugins import HIDDEN, ConnectorConfigError, secret_keys
+from worker.plugins.api import HIDDEN, ConnectorConfigError, secret_keys
 
 HADOOP = {
     "connector.class": "kafka-to-iceberg",

@@ -21,16 +21,17 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from worker.connectors.jdbc_failures import apply_in_parts, is_record_error, is_transient
-from worker.connectors.jdbc_ledger import claim, create_ledger
-from worker.connectors.jdbc_row_shape import (
+from worker.connectors.jdbc.failures import apply_in_parts, is_record_error, is_transient
+from worker.connectors.jdbc.kafka_to_jdbc import KafkaToJdbcConnector, settings_of
+from worker.connectors.jdbc.ledger import claim, create_ledger
+from worker.connectors.jdbc.row_shape import (
     RowShapeError,
     SinkColumn,
     missing_columns,
     postgres_type,
     row_shape,
 )
-from worker.connectors.jdbc_sql import (
+from worker.connectors.jdbc.sql import (
     IdentifierError,
     NewColumn,
     TableName,
@@ -40,9 +41,8 @@ from worker.connectors.jdbc_sql import (
     quote,
     table_for,
 )
-from worker.connectors.jdbc_writer import latest_per_key
-from worker.connectors.kafka_to_jdbc import KafkaToJdbcConnector, settings_of
-from worker.plugins import ConnectorConfigError, secret_keys
+from worker.connectors.jdbc.writer import latest_per_key
+from worker.plugins.api import ConnectorConfigError, secret_keys
 
 BASE = {
     "connector.class": "kafka-to-jdbc",

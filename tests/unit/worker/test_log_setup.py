@@ -4,7 +4,7 @@ import json
 import logging
 
 from protocol.messages import ConnectorTaskId
-from worker.log_setup import (
+from worker.runtime.log_setup import (
     PY4J_CALLBACKS,
     TEXT_FORMAT,
     JsonFormatter,
@@ -13,7 +13,7 @@ from worker.log_setup import (
     quiet_libraries,
     working_on,
 )
-from worker.spark_session import with_quiet_spark_log
+from worker.runtime.spark_session import with_quiet_spark_log
 
 
 def record(name: str, message: str) -> logging.LogRecord:

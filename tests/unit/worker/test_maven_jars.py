@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from worker.maven_jars import (
+from worker.runtime.maven_jars import (
     COMPLETE_MARKER,
     JarBundle,
     JarResolutionError,

@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from worker.config.providers import PLACEHOLDER, ConfigProviders
 from worker.config.sources import load_worker_config
-from worker.config_providers import PLACEHOLDER, ConfigProviders
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 

@@ -13,26 +13,26 @@ from hypothesis import strategies as st
 from worker.kafka.client import KafkaUnavailableError
 from worker.kafka.connection import KafkaConnection
 from worker.kafka.sink import IntentLog, OutRow
-from worker.plugins import ConnectorConfigError, TaskContext, parse_config
-from worker.record_errors.bisection import OffsetRange, Part, isolate_failures, split, whole_batch
-from worker.record_errors.dead_letter_queue import (
+from worker.plugins.api import ConnectorConfigError, TaskContext, parse_config
+from worker.records.errors.bisection import OffsetRange, Part, isolate_failures, split, whole_batch
+from worker.records.errors.dead_letter_queue import (
     DeadLetterQueue,
     DeadLetterQueuePublishError,
     backoff_ms,
 )
-from worker.record_errors.failed_records import (
+from worker.records.errors.failed_records import (
     FailedRecord,
     PutFailure,
     context_headers,
     dead_letter_headers,
     log_line,
 )
-from worker.record_errors.settings import (
+from worker.records.errors.settings import (
     ErrorHandlingSettings,
     error_handling_problems,
     not_reading_kafka_problems,
 )
-from worker.record_errors.strict_batches import RecordFailedError, StrictBatches
+from worker.records.errors.strict_batches import RecordFailedError, StrictBatches
 
 
 def settings(config: Mapping[str, str]) -> ErrorHandlingSettings:

@@ -9,9 +9,9 @@ import pytest
 
 from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
-from worker.plugin_registry import PluginRegistry
-from worker.plugins import HIDDEN
-from worker.shown_configs import HiddenSecretError, kept_secrets, shown_config
+from worker.plugins.api import HIDDEN
+from worker.plugins.registry import PluginRegistry
+from worker.plugins.shown_configs import HiddenSecretError, kept_secrets, shown_config
 
 CONFIG = {
     "connector.class": "kafka-to-jdbc",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from worker.properties import parse_properties
+from worker.config.properties import parse_properties
 
 WORKER = Path(__file__).resolve().parents[3] / "worker"
 LOG_CONFIGS = [WORKER / "spark_log4j2.properties", WORKER / "spark_log4j2_json.properties"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from worker.sql_plan import PlanRules, plan_problem
+from worker.records.sql_plan import PlanRules, plan_problem
 
 LOGICAL = "org.apache.spark.sql.catalyst.plans.logical."
 EXPR = "org.apache.spark.sql.catalyst.expressions."

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import count
 from pathlib import Path
 
-from worker.task_claims import CLAIMS_DIR, KEPT_CLAIMS, RELEASED_SUFFIX, claim, is_released
+from worker.runtime.task_claims import CLAIMS_DIR, KEPT_CLAIMS, RELEASED_SUFFIX, claim, is_released
 
 
 def test_a_later_claim_fences_an_earlier_one(tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.task_error_totals import (
+from worker.runtime.task_error_totals import (
     PROBE_LIMIT,
     TaskErrorTotals,
     fold_errors,
     read_error_totals,
 )
-from worker.task_errors import (
+from worker.runtime.task_errors import (
     NO_ERRORS,
     BatchErrors,
     batch_errors_path,

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.task_progress import TaskProgress, fold_progress, needs_window, source_lag
+from worker.runtime.task_progress import TaskProgress, fold_progress, needs_window, source_lag
 
 
 def batch(number: int, rows: int, **more: Any) -> dict[str, Any]:

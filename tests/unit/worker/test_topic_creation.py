@@ -21,7 +21,7 @@ from worker.kafka.topic_creation import (
     missing_topic_message,
     topic_creation,
 )
-from worker.plugins import ConnectorConfigError
+from worker.plugins.api import ConnectorConfigError
 
 DEFAULTS = {DEFAULT_PARTITIONS_KEY: "2", DEFAULT_REPLICATION_FACTOR_KEY: "1"}
 TOPIC_NAMES = st.text("abcxyz.-_0123456789", min_size=1, max_size=40)

@@ -1,0 +1,1 @@
+"""Kafka into Delta Lake tables."""

@@ -1,0 +1,1 @@
+"""Kafka into parquet, JSON or CSV files, and files into Kafka."""

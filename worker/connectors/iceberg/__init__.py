@@ -1,0 +1,1 @@
+"""Kafka into Apache Iceberg tables."""

@@ -1,0 +1,1 @@
+"""PostgreSQL through JDBC's keys: Kafka into tables, and tables into Kafka."""

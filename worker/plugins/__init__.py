@@ -1,0 +1,1 @@
+"""The connector plugin API, the registry of installed plugins, and the checks a config passes."""

@@ -1,0 +1,420 @@
+"""Connector configs through the installed plugins: every check a config passes before the
+leader stores it, the resolved config a task starts with, and the task configs as stored.
+`RegistryPlugins` is the herder's view of the plugins (`herder.runtime.ConnectorPlugins`).
+
+A stored config keeps its `${provider:...}` placeholders: plugins only ever see the
+resolved values, and what they hand back for the config topic has the placeholders put
+back (Kafka Connect's reverse transform), so a secret never lands in a record.
+
+The worker's Kafka security settings (`consumer.*` for sink connectors, which consume,
+`producer.*` for source connectors) reach a plugin the same way: as `kafka.*` defaults
+in the resolved config that its own `kafka.*` settings override, never stored. So do the
+worker's converters (`key.converter`, `value.converter` and their settings), by
+Connect's rule (`worker.records.converters.spec.inherit_converters`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from worker.config.providers import ConfigProviderError, ConfigProviders, has_placeholder, hide
+from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
+from worker.kafka.connection import same_cluster
+from worker.kafka.security import ClientRole, security_settings
+from worker.plugins.api import (
+    WHOLE_CONFIG,
+    ConfigProblem,
+    Connector,
+    ConnectorConfigError,
+    parse_config,
+    secret_keys,
+)
+from worker.plugins.locations import Locations, location_problems, normal_form, placed_locations
+from worker.plugins.registry import (
+    CONNECTOR_CLASS,
+    FrameworkSettings,
+    PluginRegistry,
+    UnknownPluginError,
+    ValidatedConnector,
+    validate_connector_config,
+)
+from worker.records.converters.spec import inherit_converters
+from worker.runtime.checkpoint_fingerprint import fingerprint, unfit, ways_forward
+from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+MAX_TASK_CONFIGS_BYTES: Final = 900_000
+"""What one connector's task configs may add up to on the config topic: below the ~1 MB
+a broker accepts in one record, so no single task config can be refused either, and one
+connector cannot flood the topic (a 990 KB config times 20 tasks would be 19.8 MB)."""
+
+
+class TaskConfigsUnavailable(RuntimeError):
+    """The plugin could not split its work now (its source unreachable, say); the message
+    is the cause's, its secrets hidden."""
+
+
+class RegistryPlugins:
+    """Connector-level operations answered from a `PluginRegistry`.
+
+    A user's error (unknown `connector.class`, an invalid or unresolvable value)
+    surfaces as `ValueError`, the one error type the herder turns into a 400.
+    `spark` gives the worker's session for the checks only Spark can make; it is asked
+    for only when a plugin has such checks.
+    """
+
+    def __init__(
+        self,
+        registry: PluginRegistry,
+        *,
+        providers: ConfigProviders,
+        checkpoint_root: Path,
+        tasks_max_limit: int,
+        spark: Callable[[], SparkSession],
+        cwd: Path | None = None,
+        kafka_security: Mapping[str, str] | None = None,
+        kafka_bootstrap_servers: str = "",
+        allowed_paths: Sequence[str] = (),
+        converter_defaults: Mapping[str, str] | None = None,
+    ) -> None:
+        self._registry = registry
+        self._providers = providers
+        self._checkpoint_root = checkpoint_root
+        self._tasks_max_limit = tasks_max_limit
+        self._spark = spark
+        self._cwd = cwd or Path.cwd()
+        self._kafka_security = dict(kafka_security or {})
+        self._kafka_bootstrap_servers = kafka_bootstrap_servers
+        self._allowed_paths = tuple(allowed_paths)
+        self._converter_defaults = dict(converter_defaults or {})
+
+    @property
+    def registry(self) -> PluginRegistry:
+        return self._registry
+
+    def validate(self, config: Mapping[str, str]) -> None:
+        """The cheap checks: what a worker repeats when it starts a connector."""
+        resolved, validated = self.validated(config)
+        self.placed(type(validated.connector), config, resolved)
+
+    def placed(
+        self, connector: type[Connector], raw: Mapping[str, str], resolved: Mapping[str, str]
+    ) -> dict[str, str]:
+        """`resolved` with each location in the normal form the checks judged, the text a
+        task hands Spark; refused when a location breaks a rule that needs no other
+        connector (a config stored before the rule was, or a symlink changed since)."""
+        forms, problems = placed_locations(
+            self._locations(connector, resolved),
+            self._checkpoint_root,
+            self._cwd,
+            self._allowed_paths,
+        )
+        if problems:
+            raise ConnectorConfigError(self._masked(problems, raw))
+        return {**resolved, **forms}
+
+    def validated(self, config: Mapping[str, str]) -> tuple[dict[str, str], ValidatedConnector]:
+        """The resolved config and its plugin, for a task about to start. A problem with
+        a resolved value names its placeholder, never the value."""
+        resolved = self.resolve(config)
+        try:
+            return resolved, validate_connector_config(self._registry, resolved)
+        except ConnectorConfigError as exc:
+            raise ConnectorConfigError(self._masked(exc.problems, config)) from None
+        except UnknownPluginError as exc:
+            raise ValueError(str(exc)) from exc
+
+    def resolve(self, config: Mapping[str, str]) -> dict[str, str]:
+        try:
+            resolved = self._providers.resolve(config)
+        except ConfigProviderError as exc:
+            raise ValueError(str(exc)) from exc
+        return {**self._worker_defaults(resolved), **resolved}
+
+    def _worker_defaults(self, resolved: Mapping[str, str]) -> dict[str, str]:
+        """What a plugin inherits from the worker: Kafka security, converters."""
+        return {
+            **self._kafka_defaults(resolved),
+            **inherit_converters(self._converter_defaults, resolved),
+        }
+
+    def _kafka_defaults(self, resolved: Mapping[str, str]) -> dict[str, str]:
+        """The worker's security settings for the plugin's Kafka clients, as `kafka.*`;
+        only for a connector of the worker's own cluster, so that no caller can have the
+        worker log in to a broker of the caller's choosing."""
+        servers = resolved.get(f"{CONNECTOR_KAFKA_PREFIX}bootstrap.servers", "")
+        if not self._kafka_security or not same_cluster(servers, self._kafka_bootstrap_servers):
+            return {}
+        try:
+            role: ClientRole = "consumer" if self.connector_type(resolved) == "sink" else "producer"
+        except ValueError:
+            return {}
+        return {
+            f"{CONNECTOR_KAFKA_PREFIX}{key}": value
+            for key, value in security_settings(self._kafka_security, role).items()
+        }
+
+    def problems(
+        self, connector: type[Connector], config: Mapping[str, str], *, spark: bool = True
+    ) -> list[ConfigProblem]:
+        """Everything wrong with `config` for `connector` on its own, by key: unresolvable
+        placeholders, the framework's settings, the plugin's, then (with `spark`) the
+        plugin's Spark checks, only once the rest passed."""
+        problems: list[ConfigProblem] = []
+        resolved = dict(config)
+        for key, value in config.items():
+            if has_placeholder(value):
+                try:
+                    resolved.update(self._providers.resolve({key: value}))
+                except ConfigProviderError as exc:
+                    problems.append(ConfigProblem(key, str(exc)))
+        resolved = {**self._worker_defaults(resolved), **resolved}
+        plugin = connector()
+        for check in (self._check_framework, plugin.validate):
+            try:
+                check(resolved)
+            except ConnectorConfigError as exc:
+                problems.extend(exc.problems)
+        if spark and not problems:
+            problems = self._spark_problems(connector, resolved)
+        return self._masked(problems, config)
+
+    def _spark_problems(
+        self, connector: type[Connector], resolved: Mapping[str, str]
+    ) -> list[ConfigProblem]:
+        """The plugin's Spark checks (blocking: call it off the event loop), asked only of
+        a config that passed every other check: they take a SparkSession and a while."""
+        plugin = connector()
+        if type(plugin).validate_with_spark is Connector.validate_with_spark:
+            return []
+        try:
+            plugin.validate_with_spark(
+                {**self._worker_defaults(resolved), **resolved}, self._spark()
+            )
+        except ConnectorConfigError as exc:
+            return list(exc.problems)
+        return []
+
+    def admit(
+        self,
+        config: Mapping[str, str],
+        others: Mapping[str, Mapping[str, str]],
+        *,
+        will_run: bool = True,
+    ) -> None:
+        """Raise `ValueError` unless `config` may be stored beside the `others` (every
+        other connector's config, by name). Blocking: it may ask Spark and, to bound the
+        task configs, the outside world. A config whose tasks' checkpoints were made for
+        other values is refused only if it `will_run` (not STOPPED): stopped, the
+        connector's offsets can be reset first, as Connect's are (KIP-875, KIP-980)."""
+        connector = self._plugin(config)
+        problems = self.problems(connector, config, spark=False)
+        resolved = self.resolve(config) if not problems else dict(config)
+        problems += location_problems(
+            self._locations(connector, resolved),
+            {name: self._written(other) for name, other in others.items()},
+            self._checkpoint_root,
+            self._cwd,
+            self._allowed_paths,
+        )
+        name = config.get("name")
+        if not problems:
+            problems += self._spark_problems(connector, resolved)
+        if not problems and will_run and name:
+            problems += self._unfit_checkpoints(name, resolved)
+        if problems:
+            raise ConnectorConfigError(self._masked(problems, config))
+        try:
+            self.task_configs(config)
+        except ValueError:
+            raise
+        except Exception as exc:  # the outside world, e.g. an unreachable source cluster
+            log.warning("Could not compute task configs to check their size now: %s", exc)
+
+    def checkpoint_fingerprint(self, resolved: Mapping[str, str]) -> dict[str, str]:
+        """What the tasks' checkpoints of the `resolved` config are bound to
+        (`Connector.checkpoint_keys`), as `worker.runtime.checkpoint_fingerprint` records it."""
+        connector = self._plugin(resolved)
+        locations = {*connector.output_path_keys, *connector.input_path_keys}
+        return fingerprint(
+            {
+                key: self._normal(value) if key in locations else value
+                for key in connector.checkpoint_keys
+                if (value := resolved.get(key))
+            }
+        )
+
+    def _normal(self, location: str) -> str:
+        """The location as the checks judge it; text they refuse is compared as it is."""
+        try:
+            return normal_form(location, self._cwd)
+        except ValueError:
+            return location
+
+    def _unfit_checkpoints(self, name: str, resolved: Mapping[str, str]) -> list[ConfigProblem]:
+        """The problem if a task checkpoint of the connector `name` (kept by name, across
+        delete and re-create) was made for other values than `resolved` has."""
+        checkpoints = {
+            task: checkpoint_dir_for(self._checkpoint_root, name, task)
+            for task in checkpointed_tasks(self._checkpoint_root, name)
+        }
+        by_task = unfit(checkpoints, self.checkpoint_fingerprint(resolved))
+        if not by_task:
+            return []
+        changed = sorted({key for keys in by_task.values() for key in keys})
+        tasks = ", ".join(str(task) for task in sorted(by_task))
+        which = (
+            f"checkpoint of task {tasks} of connector {name} was"
+            if len(by_task) == 1
+            else f"checkpoints of tasks {tasks} of connector {name} were"
+        )
+        return [
+            ConfigProblem(
+                changed[0] if len(changed) == 1 else WHOLE_CONFIG,
+                f"the {which} made for another {', '.join(changed)} (checkpoints are kept "
+                "by connector name, across delete and re-create): its tasks would resume "
+                "from positions that do not fit and fail at every start. "
+                + ways_forward(name, changed),
+            )
+        ]
+
+    def hide(self, text: str, *configs: Mapping[str, str]) -> str:
+        """`text` (an error, a trace) with every value a placeholder of `configs`
+        resolves to shown as the placeholder: whatever a user or an operator reads."""
+        secrets: dict[str, str] = {}
+        for config in configs:
+            secrets.update(self._providers.secrets(config))
+        return hide(text, secrets)
+
+    def _masked(
+        self, problems: Iterable[ConfigProblem], config: Mapping[str, str]
+    ) -> list[ConfigProblem]:
+        secrets = self._providers.secrets(config)
+        return [ConfigProblem(p.key, hide(p.message, secrets)) for p in problems]
+
+    def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
+        """The plugin's task configs from the resolved config, with the placeholders put
+        back; refused when they would not fit the config topic. Whatever goes wrong, the
+        error carries no resolved secret (the herder logs it)."""
+        try:
+            return self._task_configs(config)
+        except ConnectorConfigError as exc:
+            raise ConnectorConfigError(self._masked(exc.problems, config)) from None
+        except ValueError as exc:
+            raise ValueError(self.hide(str(exc), config)) from None
+        except Exception as exc:
+            cause = f"{type(exc).__name__}: {exc}"
+            raise TaskConfigsUnavailable(self.hide(cause, config)) from None
+
+    def _task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
+        resolved = self.resolve(config)
+        framework = parse_config(FrameworkSettings, resolved)
+        connector = self._registry.resolve(framework.connector_class)()
+        tasks_max = framework.tasks_max
+        inherited = self._worker_defaults(resolved)
+        configs = [
+            _stored_form(task, config, resolved, inherited)
+            for task in connector.task_configs(resolved, tasks_max)[:tasks_max]
+        ]
+        size = sum(len(json.dumps({"properties": c}).encode("utf-8")) for c in configs)
+        if size > MAX_TASK_CONFIGS_BYTES:
+            raise ConnectorConfigError(
+                [
+                    ConfigProblem(
+                        WHOLE_CONFIG,
+                        f"its {len(configs)} task configs would take {size} bytes on the "
+                        f"config topic; the limit is {MAX_TASK_CONFIGS_BYTES} (fewer "
+                        "tasks.max or a smaller config)",
+                    )
+                ]
+            )
+        return configs
+
+    def connector_type(self, config: Mapping[str, str]) -> str:
+        return self._plugin(config).connector_type
+
+    def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
+        """A class attribute: the plugin is looked up, the config not validated (the
+        herder asks for every connector each time its loop wakes)."""
+        refresh_ms = self._plugin(config).task_configs_refresh_ms
+        return None if refresh_ms is None else refresh_ms / 1000
+
+    def secret_keys(self, config: Mapping[str, str]) -> frozenset[str]:
+        """The plugin's PASSWORD keys; none for a class this worker does not know."""
+        try:
+            return secret_keys(self._plugin(config).config_model)
+        except ValueError:
+            return frozenset()
+
+    def _plugin(self, config: Mapping[str, str]) -> type[Connector]:
+        try:
+            return self._registry.resolve(config.get(CONNECTOR_CLASS, ""))
+        except UnknownPluginError as exc:
+            raise ValueError(str(exc)) from exc
+
+    def _check_framework(self, config: Mapping[str, str]) -> None:
+        framework = parse_config(FrameworkSettings, config)
+        problems = []
+        if framework.tasks_max > self._tasks_max_limit:
+            problems.append(
+                ConfigProblem(
+                    "tasks.max",
+                    f"{framework.tasks_max} is more than this cluster allows "
+                    f"(tasks.max.limit={self._tasks_max_limit})",
+                )
+            )
+        initial = framework.auto_restart_initial_backoff_ms
+        longest = framework.auto_restart_max_backoff_ms
+        if initial is not None and longest is not None and initial > longest:
+            problems.append(
+                ConfigProblem(
+                    "auto.restart.initial.backoff.ms",
+                    f"{initial} is more than auto.restart.max.backoff.ms ({longest})",
+                )
+            )
+        if problems:
+            raise ConnectorConfigError(problems)
+
+    def _locations(self, connector: type[Connector], resolved: Mapping[str, str]) -> Locations:
+        def pick(keys: tuple[str, ...]) -> dict[str, str]:
+            return {key: resolved[key] for key in keys if resolved.get(key)}
+
+        return Locations(
+            written=pick(connector.output_path_keys), read=pick(connector.input_path_keys)
+        )
+
+    def _written(self, config: Mapping[str, str]) -> list[str]:
+        """Where another, already stored connector writes; one this worker cannot read
+        (an uninstalled plugin, a secret it cannot resolve) counts as writing nowhere."""
+        try:
+            return list(
+                self._locations(self._plugin(config), self.resolve(config)).written.values()
+            )
+        except ValueError:
+            return []
+
+
+def _stored_form(
+    task: Mapping[str, str],
+    raw: Mapping[str, str],
+    resolved: Mapping[str, str],
+    inherited: Mapping[str, str],
+) -> dict[str, str]:
+    """A task config as stored: a value the plugin copied from a setting that held a
+    placeholder gets the placeholder back, and one it copied from the worker's defaults
+    is left out (each worker adds its own again when the task starts)."""
+    return {
+        key: raw[key]
+        if key in raw and has_placeholder(raw[key]) and value == resolved.get(key)
+        else value
+        for key, value in task.items()
+        if key in raw or inherited.get(key) != value
+    }

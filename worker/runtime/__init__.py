@@ -1,0 +1,1 @@
+"""Connector tasks as Spark streaming queries: the session, task runs, claims and checkpoints."""
