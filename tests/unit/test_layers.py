@@ -45,3 +45,28 @@ def test_the_rule_sees_an_upward_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("import rest.app\nfrom herder.herder import X\nfrom . import sibling\n")
     assert imported_packages(module) == {"rest", "herder"}
+
+
+MAX_MODULE_LINES = 400
+"""A module a newcomer can read in one sitting; past this, split it by concern."""
+
+
+def oversized_modules(root: Path = ROOT) -> list[str]:
+    return [
+        f"{source.relative_to(root)} has {lines} lines"
+        for package in LAYERS
+        for source in sorted((root / package).rglob("*.py"))
+        if (lines := len(source.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+
+
+def test_no_module_is_longer_than_the_bound() -> None:
+    assert oversized_modules() == []
+
+
+def test_the_bound_sees_a_long_module(tmp_path: Path) -> None:
+    (tmp_path / "herder").mkdir()
+    (tmp_path / "herder" / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "herder" / "short.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+
+    assert oversized_modules(tmp_path) == [f"herder/long.py has {MAX_MODULE_LINES + 1} lines"]
