@@ -13,7 +13,7 @@ BROKER ?= tansu
 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup chromium jvm-tools postgresql run test lint typecheck unit integration bench clean
+.PHONY: setup chromium jvm-tools postgresql run test docs docs-serve lint typecheck unit integration bench clean
 
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,14 @@ postgresql:
 run: $(RUNTIME_STAMP) $(if $(filter kafka,$(BROKER)),jvm-tools)
 	$(BIN)/sparkherd up --broker $(BROKER) --rest-port $(REST_PORT) --data-dir $(DATA_DIR)
 
+# The manual (mkdocs.yml, docs/) into site/. Strict: a broken link, a missing anchor or a
+# page left out of the navigation fails the build, and `make test` builds it first.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -52,9 +60,10 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# Two runs: the modules marked `parallel` (and every unit and simulation test) two at a
-# time, then the rest one at a time, as their timing and short sessions need the machine.
-test: lint typecheck chromium jvm-tools postgresql
+# The docs first (seconds), then two pytest runs: the modules marked `parallel` (and every
+# unit and simulation test) two at a time, then the rest one at a time, as their timing and
+# short sessions need the machine.
+test: docs lint typecheck chromium jvm-tools postgresql
 	$(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile -m 'parallel or not integration'
 	$(BIN)/python -m pytest -q --durations=25 -m 'integration and not parallel'
 
@@ -69,4 +78,4 @@ bench: setup jvm-tools postgresql
 	for script in tests/bench/*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(DATA_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DATA_DIR) site .pytest_cache .mypy_cache .ruff_cache
