@@ -10,8 +10,9 @@ from tests.support.plugins import no_spark, plugins_with_secrets
 from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
 from worker.plugins.api import ConnectorConfigError
-from worker.plugins.connector_configs import MAX_TASK_CONFIGS_BYTES, RegistryPlugins
+from worker.plugins.connector_configs import RegistryPlugins
 from worker.plugins.registry import UnknownPluginError
+from worker.plugins.stored_task_configs import MAX_TASK_CONFIGS_BYTES
 
 SECRET = "hunter2-do-not-print"
 

@@ -4,11 +4,13 @@ A worker that starts with a mistyped key or a bad value would misbehave much lat
 from the cause, so every problem is one `ConfigError` line naming the key before anything
 starts. The package's parts: `sources` (file, environment, `--set`), `model`
 (`WorkerConfig`, the keys and their relations), `values` (what one value may be),
-`defaults` (including those derived from other keys) and `errors`.
+`given_keys` (how given keys are sorted before the model sees them), `defaults`
+(including those derived from other keys) and `errors`.
 """
 
 from worker.config.errors import ConfigError
-from worker.config.model import CONNECT_COMPAT_IGNORED_KEYS, WorkerConfig
+from worker.config.given_keys import CONNECT_COMPAT_IGNORED_KEYS
+from worker.config.model import WorkerConfig
 from worker.config.sources import ENV_PREFIX, load_worker_config
 
 __all__ = [

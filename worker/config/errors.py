@@ -3,7 +3,7 @@ through pydantic's validators unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from pydantic_core import PydanticCustomError
@@ -32,3 +32,9 @@ def invalid(problem: str, key: str, hints: Sequence[str] = ()) -> PydanticCustom
     return PydanticCustomError(
         CUSTOM_ERROR, "{message}", {"message": problem, "key": key, "hints": tuple(hints)}
     )
+
+
+def with_origin(error: ConfigError, origins: Mapping[str, str]) -> ConfigError:
+    """`error`, saying where its key's value came from when that is known."""
+    origin = origins.get(error.key) if error.key is not None else None
+    return error if origin is None else error.with_origin(origin)

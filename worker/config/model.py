@@ -8,7 +8,6 @@ sparkherd has no use for are accepted and reported, so an existing
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -32,12 +31,11 @@ from worker.config.defaults import (
     DEFAULT_REST_PORT,
     DEFAULT_SPARK_MASTER,
     DERIVED_FROM,
-    with_derived_defaults,
 )
-from worker.config.errors import CUSTOM_ERROR, ConfigError, invalid
-from worker.config.providers import ConfigProviderError, ConfigProviders, is_provider_key
+from worker.config.errors import CUSTOM_ERROR, ConfigError, invalid, with_origin
+from worker.config.given_keys import CONNECT_COMPAT_IGNORED_KEYS, sorted_input
+from worker.config.providers import ConfigProviderError, ConfigProviders
 from worker.config.values import (
-    JAVA_INT_MAX,
     KAFKA_NAME_RULE,
     AbsoluteDirectory,
     BootstrapServers,
@@ -55,36 +53,10 @@ from worker.kafka.security import (
     KafkaClientSecurity,
     KafkaSecurityError,
     client_security,
-    is_security_key,
     security_settings,
 )
 from worker.plugins.registry import MIN_BACKOFF_MS
-from worker.records.converters.spec import is_converter_key, worker_converter_problems
-from worker.records.sql_plan import DEFAULT_MAX_GENERATED, MAX_GENERATED_KEY
-
-CONNECT_COMPAT_IGNORED_KEYS = frozenset(
-    {
-        "internal.key.converter",
-        "internal.value.converter",
-        "internal.key.converter.schemas.enable",
-        "internal.value.converter.schemas.enable",
-        "plugin.path",
-        "offset.flush.interval.ms",
-        "config.storage.replication.factor",
-        "offset.storage.replication.factor",
-        "status.storage.replication.factor",
-        "offset.storage.partitions",
-        "status.storage.partitions",
-        "rest.advertised.listener",
-    }
-)
-"""Keys found in typical Kafka Connect worker files that sparkherd has no use for.
-
-They are accepted so an existing `connect-distributed.properties` works as is; the caller
-logs them (see `WorkerConfig.ignored_keys`). Any other unknown key is an error.
-"""
-
-_SPARK_PREFIX = "spark."
+from worker.records.converters.spec import worker_converter_problems
 
 
 class WorkerConfig(BaseModel):
@@ -253,7 +225,7 @@ class WorkerConfig(BaseModel):
         """Reject unknown keys first, fill derived defaults, and remember what was given."""
         if not isinstance(data, Mapping):
             return handler(data)
-        config = handler(_model_input(data))
+        config = handler(sorted_input(data, _FIELDS_BY_KEY))
         config._given = dict(data)
         return config
 
@@ -317,14 +289,14 @@ class WorkerConfig(BaseModel):
         try:
             config = cls(**values)
         except ConfigError as exc:
-            raise _with_origin(exc, known_origins) from None
+            raise with_origin(exc, known_origins) from None
         config._origins = known_origins
         return config
 
     def error(self, problem: str, key: str) -> ConfigError:
         """A problem with `key` that a check after loading found (the REST layer reads its
         settings at start-up), told as loading tells one: with where the value came from."""
-        return _with_origin(ConfigError(problem, key), self._origins)
+        return with_origin(ConfigError(problem, key), self._origins)
 
     def with_overrides(self, **dotted_or_snake: str | int) -> WorkerConfig:
         """A copy as if more `--set` flags were given; derived defaults are derived again."""
@@ -377,61 +349,6 @@ class WorkerConfig(BaseModel):
 _FIELDS_BY_KEY = {field.alias: field for field in WorkerConfig.model_fields.values() if field.alias}
 
 
-def _model_input(data: Mapping[str, object]) -> dict[str, object]:
-    """Split off `spark.*`, provider, security, converter and ignored keys, then derive
-    defaults."""
-    values: dict[str, object] = {}
-    spark_conf = {"spark.master": DEFAULT_SPARK_MASTER}
-    provider_settings: dict[str, str] = {}
-    security: dict[str, str] = {}
-    converters: dict[str, str] = {}
-    for key, raw in data.items():
-        value = raw.strip() if isinstance(raw, str) else raw
-        if key in _FIELDS_BY_KEY:
-            values[key] = value
-        elif (
-            (key.startswith(_SPARK_PREFIX) and len(key) > len(_SPARK_PREFIX))
-            or is_provider_key(key)
-            or is_security_key(key)
-            or is_converter_key(key)
-        ):
-            if not isinstance(value, str):
-                raise invalid(f"'{key}' must be a string (got {value!r})", key)
-            if is_provider_key(key):
-                provider_settings[key] = value
-            elif is_converter_key(key):
-                converters[key] = value
-            elif is_security_key(key):
-                security[key] = value
-            else:
-                spark_conf[key] = value
-        elif key not in CONNECT_COMPAT_IGNORED_KEYS:
-            raise invalid(f"unknown key '{key}'", key, _did_you_mean(key))
-    if not spark_conf["spark.master"]:
-        raise invalid(
-            "'spark.master' must be a Spark master URL such as local[*] (got '')", "spark.master"
-        )
-    bound = spark_conf.get(MAX_GENERATED_KEY, str(DEFAULT_MAX_GENERATED))
-    if not bound.isdecimal() or not 0 < int(bound) <= JAVA_INT_MAX:
-        raise invalid(
-            f"'{MAX_GENERATED_KEY}' must be a whole number from 1 to {JAVA_INT_MAX} "
-            f"(got {bound!r})",
-            MAX_GENERATED_KEY,
-        )
-    return {
-        **with_derived_defaults(values),
-        "spark_conf": spark_conf,
-        "config_provider_settings": provider_settings,
-        "kafka_security_settings": security,
-        "converter_settings": converters,
-    }
-
-
-def _did_you_mean(key: str) -> list[str]:
-    known = [*_FIELDS_BY_KEY, "spark.master"]
-    return [f"did you mean '{match}'?" for match in difflib.get_close_matches(key, known, n=1)]
-
-
 def _to_config_error(error: ErrorDetails, given: Mapping[str, object]) -> ConfigError:
     if error["type"] == CUSTOM_ERROR:
         context = error.get("ctx", {})
@@ -443,8 +360,3 @@ def _to_config_error(error: ErrorDetails, given: Mapping[str, object]) -> Config
         [f"derived from '{DERIVED_FROM[key]}'"] if key not in given and key in DERIVED_FROM else []
     )
     return ConfigError(f"'{key}' must be {field.description} (got {shown!r})", key, hints)
-
-
-def _with_origin(error: ConfigError, origins: Mapping[str, str]) -> ConfigError:
-    origin = origins.get(error.key) if error.key is not None else None
-    return error if origin is None else error.with_origin(origin)

@@ -15,11 +15,10 @@ Connect's rule (`worker.records.converters.spec.inherit_converters`).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from worker.config.providers import ConfigProviderError, ConfigProviders, has_placeholder, hide
 from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
@@ -42,6 +41,7 @@ from worker.plugins.registry import (
     ValidatedConnector,
     validate_connector_config,
 )
+from worker.plugins.stored_task_configs import stored_task_configs
 from worker.records.converters.spec import inherit_converters
 from worker.runtime.checkpoint_fingerprint import fingerprint, unfit, ways_forward
 from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
@@ -50,11 +50,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-
-MAX_TASK_CONFIGS_BYTES: Final = 900_000
-"""What one connector's task configs may add up to on the config topic: below the ~1 MB
-a broker accepts in one record, so no single task config can be refused either, and one
-connector cannot flood the topic (a 990 KB config times 20 tasks would be 19.8 MB)."""
 
 
 class TaskConfigsUnavailable(RuntimeError):
@@ -320,23 +315,9 @@ class RegistryPlugins:
         connector = self._registry.resolve(framework.connector_class)()
         tasks_max = framework.tasks_max
         inherited = self._worker_defaults(resolved)
-        configs = [
-            _stored_form(task, config, resolved, inherited)
-            for task in connector.task_configs(resolved, tasks_max)[:tasks_max]
-        ]
-        size = sum(len(json.dumps({"properties": c}).encode("utf-8")) for c in configs)
-        if size > MAX_TASK_CONFIGS_BYTES:
-            raise ConnectorConfigError(
-                [
-                    ConfigProblem(
-                        WHOLE_CONFIG,
-                        f"its {len(configs)} task configs would take {size} bytes on the "
-                        f"config topic; the limit is {MAX_TASK_CONFIGS_BYTES} (fewer "
-                        "tasks.max or a smaller config)",
-                    )
-                ]
-            )
-        return configs
+        return stored_task_configs(
+            connector.task_configs(resolved, tasks_max)[:tasks_max], config, resolved, inherited
+        )
 
     def connector_type(self, config: Mapping[str, str]) -> str:
         return self._plugin(config).connector_type
@@ -400,21 +381,3 @@ class RegistryPlugins:
             )
         except ValueError:
             return []
-
-
-def _stored_form(
-    task: Mapping[str, str],
-    raw: Mapping[str, str],
-    resolved: Mapping[str, str],
-    inherited: Mapping[str, str],
-) -> dict[str, str]:
-    """A task config as stored: a value the plugin copied from a setting that held a
-    placeholder gets the placeholder back, and one it copied from the worker's defaults
-    is left out (each worker adds its own again when the task starts)."""
-    return {
-        key: raw[key]
-        if key in raw and has_placeholder(raw[key]) and value == resolved.get(key)
-        else value
-        for key, value in task.items()
-        if key in raw or inherited.get(key) != value
-    }
