@@ -667,7 +667,7 @@ BAD_BODY = (
     "Connect answers a body Jackson cannot read (malformed JSON, a list for an object, no "
     "`config`, an unknown `initial_state`) with 500, the status of its own faults, because "
     "its exception mapper knows no better; sparkherd answers 400 naming the field, as the "
-    "README's REST API section promises (500 only for internal faults), so a client does "
+    "manual's REST API page promises (500 only for internal faults), so a client does "
     "not retry a request that can never succeed."
 )
 INTENTIONAL: Final[Mapping[str, str]] = {
@@ -712,8 +712,8 @@ INTENTIONAL: Final[Mapping[str, str]] = {
     ),
     "PUT /admin/loggers/{l} (unknown level): "
     "connect 404 {error_code,message}; sparkherd 400 {error_code,message}": (
-        "The logger is there and the level in the body is wrong: a 400 by the README's "
-        "rule. Connect's 404 comes from its throwing NotFoundException for a bad level, "
+        "The logger is there and the level in the body is wrong: a 400 by the REST API "
+        "page's rule. Connect's 404 comes from its throwing NotFoundException for a bad level, "
         "and tells a client the logger does not exist."
     ),
     "PUT /connector-plugins/{unknown}/config/validate: "
@@ -749,8 +749,8 @@ INTENTIONAL: Final[Mapping[str, str]] = {
         "keeps offsets in a topic and can take them before the first run."
     ),
 }
-"""Differences kept on purpose: the mismatch line, and why (the README's REST API
-section says the same to users)."""
+"""Differences kept on purpose: the mismatch line, and why (docs/rest-api.md says the same
+to users)."""
 
 DOCUMENTED: Final[frozenset[str]] = frozenset(INTENTIONAL)
 """What the differential must find, no more and no less."""

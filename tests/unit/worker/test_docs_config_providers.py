@@ -1,5 +1,6 @@
-"""The README's config-provider example, as written, starts a worker and resolves its `env`
-placeholder: a user copies it verbatim, and the one it replaced stopped the worker."""
+"""The manual's config-provider example (docs/security.md), as written, starts a worker and
+resolves its `env` placeholder: a user copies it verbatim, and the one it replaced stopped
+the worker."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from pathlib import Path
 from worker.config.providers import PLACEHOLDER, ConfigProviders
 from worker.config.sources import load_worker_config
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+SECURITY_PAGE = Path(__file__).resolve().parents[3] / "docs" / "security.md"
 
 
 def example_blocks() -> tuple[str, str]:
-    """The Security section's worker properties for the providers, and the connector
-    config right after them."""
-    security = README.read_text(encoding="utf-8").split("\n## Security\n", 1)[1]
+    """The page's worker properties for the providers, and the connector config right
+    after them, from its section on config providers."""
+    page = SECURITY_PAGE.read_text(encoding="utf-8")
+    security = page.split("\n## Secrets through config providers\n", 1)[1]
     blocks = re.findall(r"```(\w+)\n(.*?)```", security, flags=re.DOTALL)
     index = next(
         i
