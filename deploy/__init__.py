@@ -1,2 +1,2 @@
-"""Deployment material: the container build, Kubernetes manifests and the rolling-bounce
-harness (`python deploy/rolling_bounce.py`)."""
+"""Deployment material: the container build, Kubernetes manifests and Prometheus rules (the
+rolling-bounce bench moved to tests/bench/rolling_bounce.py)."""

@@ -1,7 +1,7 @@
 """A rolling bounce nobody notices (issue 16), on a real cluster: two workers with
 stable identities, each sent SIGTERM in turn (its main process alone, as kubelet does),
 restarted under the same identity and awaited on `/health` before the next. Two are
-enough to hand off, hand back and hand off again; deploy/rolling_bounce.py measures three.
+enough to hand off, hand back and hand off again; tests/bench/rolling_bounce.py measures three.
 
 Each worker starts Spark before it joins and hands its tasks to the others before it
 stops, so a reader of the output must not see a task pause anywhere near as long as a

@@ -6,7 +6,7 @@ streaming batch. Measured on the 2-core machine under load, a generator task's f
 batch came 4.4 s after `start()` on a session that had only run `range(1).count()`, and
 1.3 s after it once one batch of a throw-away streaming query had run; on a worker that
 had just restarted, that first batch was most of a hand-back's gap (8-9 s of 14-16 s in
-deploy/rolling_bounce.py). The throw-away query costs 1-4 s more warm-up, spent before
+tests/bench/rolling_bounce.py). The throw-away query costs 1-4 s more warm-up, spent before
 the worker is given any work.
 """
 

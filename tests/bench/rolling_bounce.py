@@ -19,9 +19,9 @@ hand-off (`worker.warmup.enabled=false`, `task.handoff.timeout.ms=0`), as before
 * handoff    stable identities with the defaults: a worker starts Spark before it joins,
              and on SIGTERM hands its tasks to the other workers before it stops.
 
-    python deploy/rolling_bounce.py                      # all four modes, 3 x 6 tasks
-    python deploy/rolling_bounce.py --modes stable,handoff --tasks 4 --delay-ms 15000
-    python deploy/rolling_bounce.py --modes handoff --keep /tmp/rollout   # keeps the logs
+    python -m tests.bench.rolling_bounce                      # all four modes, 3 x 6 tasks
+    python -m tests.bench.rolling_bounce --modes stable,handoff --tasks 4 --delay-ms 15000
+    python -m tests.bench.rolling_bounce --modes handoff --keep /tmp/rollout   # keeps the logs
 
 It drives real processes: Apache Kafka on a free loopback port and `sparkherd worker`s
 with real Spark (the harness of the integration tests, `tests/support`; the measurement
@@ -33,14 +33,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.bounce import (
     BATCH_INTERVAL_MS,
