@@ -5,7 +5,7 @@ Pure: the clock is injected and nothing here starts, stops or waits. `LocalWork`
 `Verdict` (a restart at some time, or none and why), whose `note` ends the status trace.
 The group loop later takes what is due (`take_due`) and restarts it in its ordered path.
 
-The rules (README, "Automatic restarts"):
+The rules (docs/operations/configuration.md, "Automatic restarts"):
 
 * Restart *n* (1-based) runs `initial_backoff_ms * 2**(n-1)` after the failure, capped
   at `max_backoff_ms`; after `max_attempts` automatic restarts in a row that all failed,

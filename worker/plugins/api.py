@@ -3,9 +3,9 @@
 A connector validates its config, splits its work into task configs, and makes tasks;
 a task starts one Spark structured-streaming query. The framework owns everything
 around that: the `tasks.max` setting, where checkpoints live, which scheduler pool a
-query runs in, starting and stopping. This is the module a plugin imports (README:
-"a `worker.plugins.api.Connector` subclass"); how a `connector.class` value finds a plugin
-is `worker.plugins.registry`.
+query runs in, starting and stopping. This is the module a plugin imports
+(docs/connectors/plugins.md: "a `worker.plugins.api.Connector` subclass"); how a
+`connector.class` value finds a plugin is `worker.plugins.registry`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 
 The batch is collected to the worker as Arrow (`DataFrame.toArrow`), each table's rows
 written by Arrow as CSV and sent with `COPY` through psycopg2: measured faster than the
-JVM driver through a staging table (README, "why this driver"), and the transaction
-stays in one connection the task holds, so the ledger row commits with the rows
-(`jdbc_ledger`). Tables are created and evolved first (`jdbc_tables`).
+JVM driver through a staging table (docs/connectors/kafka-to-jdbc.md, "why this driver"),
+and the transaction stays in one connection the task holds, so the ledger row commits
+with the rows (`jdbc_ledger`). Tables are created and evolved first (`jdbc_tables`).
 
 Per batch: claim the batch in the ledger (insert mode; a batch found there is skipped),
 keep each key's latest record (upsert and update mode), then per table, `batch.size`
