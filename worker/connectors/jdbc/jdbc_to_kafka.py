@@ -2,7 +2,7 @@
 keys of Confluent's JDBC source: each new row (by an incrementing column, a timestamp
 column, or both) published once.
 
-Each table is one Spark source of the task's one query (`jdbc_source`), its high-water
+Each table is one Spark source of the task's one query (`source`), its high-water
 mark that source's offset, so Spark's checkpoint is where the task stands: a restarted
 or moved task continues after the last batch it committed, and KIP-875's offsets API
 shows, moves and resets each table's mark. Tables are split over tasks, each table in

@@ -2,11 +2,11 @@
 sink, each record once.
 
 Tasks split the topics' partitions as every Kafka sink does (`worker.connectors.
-kafka_sink`); each writes its batches through psycopg2 (`jdbc_writer`), a table per topic
+kafka_sink`); each writes its batches through psycopg2 (`writer`), a table per topic
 (`table.name.format`), the columns from the records' value (and key) as Confluent's sink
-makes them (`jdbc_row_shape`). Exactly once: `upsert` and `update` write by key, so a
+makes them (`row_shape`). Exactly once: `upsert` and `update` write by key, so a
 batch written again leaves the same rows; `insert` records each batch in a ledger table
-in the same transaction as its rows (`jdbc_ledger`), so a batch that runs again writes
+in the same transaction as its rows (`ledger`), so a batch that runs again writes
 nothing.
 """
 

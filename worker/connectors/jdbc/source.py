@@ -1,6 +1,6 @@
 """`sparkherd-jdbc`: one PostgreSQL table (or one `query`) read incrementally into Spark
 by a Python streaming data source, its high-water mark the source's offset
-(`jdbc_positions`), so Spark's checkpoint is where a task stands.
+(`positions`), so Spark's checkpoint is where a task stands.
 
 Spark plans batches on the driver: `latestOffset` asks the database where the next
 `batch.max.rows` rows end (`TableQueries.next_mark`), from the mark the reader last
@@ -162,7 +162,7 @@ class TableSource:
 def _spark_value(value: object) -> object:
     """bytea comes as a memoryview, which Spark's BINARY does not take; a timestamp
     without a time zone as a naive datetime, which Spark would read in the Python
-    worker's local zone: it is the UTC instant (see `jdbc_queries.TIMESTAMP_TYPES`)."""
+    worker's local zone: it is the UTC instant (see `queries.TIMESTAMP_TYPES`)."""
     if isinstance(value, memoryview):
         return bytes(value)
     if isinstance(value, datetime) and value.tzinfo is None:

@@ -8,7 +8,7 @@ then the other did it, and its result is read back. A table's columns are read w
 batch brings a column not seen in it before (someone may have added it), else not.
 
 Every database error becomes the task's, naming what was being written and the database
-(never the password); those that may pass (`jdbc_failures.is_transient`) as
+(never the password); those that may pass (`failures.is_transient`) as
 `TransientError`, which the writer retries.
 """
 

@@ -5,12 +5,12 @@ The batch is collected to the worker as Arrow (`DataFrame.toArrow`), each table'
 written by Arrow as CSV and sent with `COPY` through psycopg2: measured faster than the
 JVM driver through a staging table (docs/connectors/kafka-to-jdbc.md, "why this driver"),
 and the transaction stays in one connection the task holds, so the ledger row commits
-with the rows (`jdbc_ledger`). Tables are created and evolved first (`jdbc_tables`).
+with the rows (`ledger`). Tables are created and evolved first (`tables`).
 
 Per batch: claim the batch in the ledger (insert mode; a batch found there is skipped),
 keep each key's latest record (upsert and update mode), then per table, `batch.size`
-rows at a time under a savepoint, the rows applied (`jdbc_sql.apply_statements`); a
-part refused for a record's error is found row by row (`jdbc_failures.apply_in_parts`),
+rows at a time under a savepoint, the rows applied (`sql.apply_statements`); a
+part refused for a record's error is found row by row (`failures.apply_in_parts`),
 the rows at fault handed to the task's error handling (`put_failed`: the task fails
 naming the record, or they go to the dead letter queue), and the rest committed. An
 error that may pass is retried from the start of the batch (`max.retries`,
