@@ -1,17 +1,20 @@
 """The cluster operations behind the REST API: reading and writing connector configs,
-target states, restart requests and checkpoint offsets.
+target states, restart requests, log levels and task offsets.
 
-Writes are the leader's (`require_leader` raises `NotLeader` elsewhere, and REST
-forwards). They run inside the group loop, one at a time, through the herder's request
-queue, so each one sees the config topic as its own check left it.
+REST calls this class directly; a new operation is a method here, a route and a `ctl`
+command. Writes are the leader's (`require_leader` raises `NotLeader` elsewhere, and
+REST forwards). A write marked `@queued` runs inside the group loop, one at a time,
+through the herder's request queue, so each one sees the config topic as its own check
+left it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from functools import partial
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from herder.config_store import ConfigStore, RestartRequest, TargetState
 from herder.errors import (
@@ -23,41 +26,54 @@ from herder.errors import (
     TaskNotFound,
     TasksStillRunning,
 )
-from herder.runtime import ConnectorPlugins
+from herder.requests import SubmitRequest
+from herder.runtime import ConnectorPlugins, TaskOffsets
 from herder.status_store import Status, StatusStore
 from herder.task_configs import TaskConfigWriter
 from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
 from worker.config.bounds import ConfigTooLarge, check_config_bounds
-from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
-from worker.runtime.checkpoint_offsets import (
-    OffsetsError,
-    SourceOffset,
-    alter_offsets,
-    committed_offsets,
-    reset_offsets,
-)
+from worker.runtime.task_offsets import OffsetsError, SourceOffset
 from worker.runtime.task_state import TaskState
 
 log = logging.getLogger(__name__)
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def queued(
+    write: Callable[Concatenate[ClusterAdmin, _P], Awaitable[_R]],
+) -> Callable[Concatenate[ClusterAdmin, _P], Coroutine[Any, Any, _R]]:
+    """A write that runs in the group loop's turn (`RequestQueue`), not in its caller's."""
+
+    async def in_turn(admin: ClusterAdmin, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await admin._submit(partial(write, admin, *args, **kwargs))
+
+    return in_turn
+
 
 class ClusterAdmin:
+    """`offsets` are the tasks' own (the runtime's); `submit` runs a write in the group
+    loop (`RequestQueue.submit`)."""
+
     def __init__(
         self,
         configs: ConfigStore,
         statuses: StatusStore,
         plugins: ConnectorPlugins,
         task_configs: TaskConfigWriter,
-        checkpoint_root: Path,
+        offsets: TaskOffsets,
         require_leader: Callable[[], None],
+        submit: SubmitRequest,
     ) -> None:
         self._configs = configs
         self._statuses = statuses
         self._plugins = plugins
         self._task_configs = task_configs
-        self._checkpoint_root = checkpoint_root
+        self._offsets = offsets
         self._require_leader = require_leader
+        self._submit = submit
 
     # -- reads: any worker, from its replica of the topics ---------------------------------
 
@@ -96,26 +112,27 @@ class ClusterAdmin:
             raise TaskNotFound(task)
         return self._statuses.task(task)
 
-    def connector_offsets(self, name: str) -> list[SourceOffset]:
-        """What each task's checkpoint says it has committed (KIP-875's GET offsets)."""
+    async def connector_offsets(self, name: str) -> list[SourceOffset]:
+        """What each task says it has committed (KIP-875's GET offsets)."""
         if name not in self._configs.snapshot().connectors:
             raise ConnectorNotFound(name)
-        return [
-            offset
-            for task in checkpointed_tasks(self._checkpoint_root, name)
-            for offset in committed_offsets(self._checkpoint(name, task), task)
-        ]
+        return await self._offsets.committed_offsets(name)
 
     # -- writes: the leader's, one at a time -----------------------------------------------
 
+    @queued
     async def create_connector(
-        self, name: str, config: Mapping[str, str], initial_state: TargetState
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState = TargetState.STARTED,
     ) -> ConnectorView:
         await self._leader_caught_up()
         if name in self._configs.snapshot().connectors:
             raise ConnectorExists(name)
         return await self._write_config(name, config, initial_state)
 
+    @queued
     async def put_connector_config(
         self, name: str, config: Mapping[str, str]
     ) -> tuple[bool, ConnectorView]:
@@ -125,6 +142,7 @@ class ClusterAdmin:
         view = await self._write_config(name, config, TargetState.STARTED if created else None)
         return created, view
 
+    @queued
     async def patch_connector_config(
         self, name: str, patch: Mapping[str, str | None]
     ) -> ConnectorView:
@@ -168,6 +186,7 @@ class ClusterAdmin:
         await self._configs.read_to_end()
         return self.connector(name)
 
+    @queued
     async def set_target_state(self, name: str, state: TargetState) -> None:
         """Pause, resume or stop a connector: every worker follows the config topic."""
         await self._existing(name)
@@ -176,6 +195,7 @@ class ClusterAdmin:
         await self._task_configs.reconcile()
         await self._configs.read_to_end()
 
+    @queued
     async def restart(self, request: RestartRequest) -> None:
         """Record a restart; the workers that run the work carry it out."""
         await self._leader_caught_up()
@@ -186,6 +206,7 @@ class ClusterAdmin:
         await self._configs.put_restart_request(request)
         await self._configs.read_to_end()
 
+    @queued
     async def delete_connector(self, name: str) -> None:
         await self._existing(name)
         task_count = len(self._configs.snapshot().task_configs.get(name, ()))
@@ -193,6 +214,7 @@ class ClusterAdmin:
         await self._statuses.delete_connector(name, task_count)
         await self._configs.read_to_end()
 
+    @queued
     async def alter_connector_offsets(
         self, name: str, offsets: Mapping[int, Mapping[int, object | None]]
     ) -> None:
@@ -200,29 +222,24 @@ class ClusterAdmin:
         offsets is reset. Refused unless the connector is STOPPED and none of its tasks
         still reports RUNNING."""
         await self._require_stopped(name)
-        checkpointed = checkpointed_tasks(self._checkpoint_root, name)
-        unknown = sorted(set(offsets) - set(checkpointed))
-        if unknown:
-            raise InvalidOffsets(
-                f"Connector {name} has no task {unknown[0]} with a checkpoint (tasks with "
-                f"one: {checkpointed or 'none'}); only a task that has run has offsets"
-            )
+        try:
+            await self._offsets.alter_offsets(name, offsets)
+        except OffsetsError as exc:
+            raise InvalidOffsets(str(exc)) from exc
         for task, by_source in sorted(offsets.items()):
-            checkpoint = self._checkpoint(name, task)
-            try:
-                if all(offset is None for offset in by_source.values()):
-                    await asyncio.to_thread(reset_offsets, checkpoint)
-                else:
-                    await asyncio.to_thread(alter_offsets, checkpoint, by_source)
-            except OffsetsError as exc:
-                raise InvalidOffsets(f"task {task}: {exc}") from exc
             log.info("altered the offsets of %s task %d: %s", name, task, dict(by_source))
 
+    @queued
     async def reset_connector_offsets(self, name: str) -> None:
         await self._require_stopped(name)
-        for task in checkpointed_tasks(self._checkpoint_root, name):
-            await asyncio.to_thread(reset_offsets, self._checkpoint(name, task))
+        await self._offsets.reset_offsets(name)
         log.info("reset the offsets of %s: its tasks start from their sources' beginning", name)
+
+    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """Any worker may write this record; every worker, this one included, applies it
+        when it reads it. Levels set this way do not survive a restart, as in Connect."""
+        await self._configs.put_logger_level(namespace, level)
+        await self._configs.read_to_end()
 
     async def _leader_caught_up(self) -> None:
         self._require_leader()
@@ -245,6 +262,3 @@ class ClusterAdmin:
         )
         if running:
             raise TasksStillRunning(name, running)
-
-    def _checkpoint(self, name: str, task: int) -> Path:
-        return checkpoint_dir_for(self._checkpoint_root, name, task)

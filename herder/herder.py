@@ -4,7 +4,9 @@ with the group's decisions and serves what REST asks of the cluster.
 It wires the parts and owns their lifecycle: `GroupLoop` (membership and what each
 generation means, `herder.group_loop`), `LocalWork` (the connectors and Spark tasks this
 worker runs, `herder.work`), `ClusterAdmin` (the operations behind REST, `herder.admin`)
-and the `RequestQueue` through which every REST write reaches the loop. Stores,
+and the `RequestQueue` through which every REST write reaches the loop. REST calls
+`admin` directly for the cluster operations and this class for the worker's own state.
+Stores,
 membership and the runtime are passed in, so the herder runs against fakes in unit tests.
 """
 
@@ -13,15 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from functools import partial
-from typing import TypeVar
 
 from herder.admin import ClusterAdmin
 from herder.auto_restart import RestartPolicy
 from herder.cancellation import cancel_and_wait
-from herder.config_store import ConfigStore, RestartRequest, TargetState
+from herder.config_store import ConfigStore
 from herder.errors import NoHandOff, NotLeader
 from herder.group_loop import GroupLoop
 from herder.membership import Membership
@@ -31,19 +31,16 @@ from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.settings import HerderSettings
 from herder.status_store import Status, StatusStore
 from herder.task_configs import TaskConfigWriter
-from herder.views import ClusterView, ConnectorView, WorkerState
+from herder.views import ClusterView, WorkerState
 from herder.work import LocalWork
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from protocol.versions import LEAVING_FLAG_VERSION
-from worker.runtime.checkpoint_offsets import SourceOffset
 from worker.runtime.task_state import TaskState
 
 log = logging.getLogger(__name__)
 
 STATUS_FLUSH_TIMEOUT_S = 10.0
 """How long shutdown waits for the last status writes before leaving the group anyway."""
-
-_Result = TypeVar("_Result")
 
 
 class DistributedHerder:
@@ -88,8 +85,8 @@ class DistributedHerder:
         self._loop = GroupLoop(
             settings, member, configs, self._work, task_configs, self._requests, clock
         )
-        self._admin = ClusterAdmin(
-            configs, statuses, plugins, task_configs, settings.checkpoint_root, self._leader
+        self.admin = ClusterAdmin(
+            configs, statuses, plugins, task_configs, runtime, self._leader, self._requests.submit
         )
         self._loop_task: asyncio.Task[None] | None = None
         self._watchdog: asyncio.Task[None] | None = None
@@ -247,9 +244,9 @@ class DistributedHerder:
     def metrics(self) -> WorkerMetrics:
         owned = self.owned
         connectors = {
-            name: _state_name(self.connector_status(name)) for name in sorted(owned.connectors)
+            name: _state_name(self.statuses.connector(name)) for name in sorted(owned.connectors)
         }
-        tasks = {task: _state_name(self.task_status(task)) for task in sorted(owned.tasks)}
+        tasks = {task: _state_name(self.statuses.task(task)) for task in sorted(owned.tasks)}
         return WorkerMetrics(
             state=self._loop.state,
             generation=self.generation,
@@ -264,68 +261,6 @@ class DistributedHerder:
             failed_rounds=self._loop.failed_rounds,
             auto_restarts=self._work.restarts.begun,
         )
-
-    def connector_names(self) -> list[str]:
-        return self._admin.connector_names()
-
-    def connector(self, name: str) -> ConnectorView:
-        return self._admin.connector(name)
-
-    def task_configs(self, name: str) -> list[tuple[ConnectorTaskId, Mapping[str, str]]]:
-        return self._admin.task_configs(name)
-
-    def connector_status(self, name: str) -> Status | None:
-        return self._admin.connector_status(name)
-
-    def task_status(self, task: ConnectorTaskId) -> Status | None:
-        return self._admin.task_status(task)
-
-    def connector_offsets(self, name: str) -> list[SourceOffset]:
-        return self._admin.connector_offsets(name)
-
-    async def create_connector(
-        self,
-        name: str,
-        config: Mapping[str, str],
-        initial_state: TargetState = TargetState.STARTED,
-    ) -> ConnectorView:
-        return await self._queued(self._admin.create_connector, name, config, initial_state)
-
-    async def put_connector_config(
-        self, name: str, config: Mapping[str, str]
-    ) -> tuple[bool, ConnectorView]:
-        return await self._queued(self._admin.put_connector_config, name, config)
-
-    async def patch_connector_config(
-        self, name: str, patch: Mapping[str, str | None]
-    ) -> ConnectorView:
-        return await self._queued(self._admin.patch_connector_config, name, patch)
-
-    async def set_target_state(self, name: str, state: TargetState) -> None:
-        await self._queued(self._admin.set_target_state, name, state)
-
-    async def restart(self, request: RestartRequest) -> None:
-        await self._queued(self._admin.restart, request)
-
-    async def delete_connector(self, name: str) -> None:
-        await self._queued(self._admin.delete_connector, name)
-
-    async def alter_connector_offsets(
-        self, name: str, offsets: Mapping[int, Mapping[int, object | None]]
-    ) -> None:
-        await self._queued(self._admin.alter_connector_offsets, name, offsets)
-
-    async def reset_connector_offsets(self, name: str) -> None:
-        await self._queued(self._admin.reset_connector_offsets, name)
-
-    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
-        """Any worker may write this record; every worker, this one included, applies it
-        when it reads it. Levels set this way do not survive a restart, as in Connect."""
-        await self.configs.put_logger_level(namespace, level)
-        await self.configs.read_to_end()
-
-    async def _queued(self, operation: Callable[..., Awaitable[_Result]], *args: object) -> _Result:
-        return await self._requests.submit(partial(operation, *args))
 
 
 def _state_name(status: Status | None) -> str:

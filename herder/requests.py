@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from herder.errors import HerderError
 
@@ -20,6 +20,12 @@ DEFAULT_REQUEST_TIMEOUT_S = 90.0
 
 _Result = TypeVar("_Result")
 _Request = tuple[Callable[[], Awaitable[Any]], "asyncio.Future[Any]"]
+
+
+class SubmitRequest(Protocol):
+    """`RequestQueue.submit`: run the request in the group loop and wait for its result."""
+
+    def __call__(self, request: Callable[[], Awaitable[_Result]]) -> Awaitable[_Result]: ...
 
 
 class RequestTimedOut(HerderError):

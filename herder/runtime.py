@@ -6,9 +6,32 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from protocol.messages import ConnectorTaskId
+from worker.runtime.task_offsets import SourceOffset
 
 
-class TaskRuntime(Protocol):
+class TaskOffsets(Protocol):
+    """A connector's progress as its tasks keep it (a Spark task: in its checkpoint), for
+    Kafka Connect's offsets API. Whatever storage it takes, the herder's loop only awaits.
+    """
+
+    async def committed_offsets(self, connector: str) -> list[SourceOffset]:
+        """What each of the connector's tasks has committed; none for a task never run."""
+        ...
+
+    async def alter_offsets(
+        self, connector: str, offsets: Mapping[int, Mapping[int, object | None]]
+    ) -> None:
+        """`offsets[task][source]`: the end offset to resume after; a task given only None
+        offsets is reset. Raises `OffsetsError` saying what cannot be altered. Only while
+        none of the connector's tasks runs."""
+        ...
+
+    async def reset_offsets(self, connector: str) -> None:
+        """Every task starts from its sources' beginning. Only while none of them runs."""
+        ...
+
+
+class TaskRuntime(TaskOffsets, Protocol):
     """Starts and stops tasks; reports their states through the callback it was built with."""
 
     async def start_task(

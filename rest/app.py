@@ -158,7 +158,7 @@ def create_app(
     app.include_router(connectors_router(plugins.secret_keys))
     app.include_router(offsets_router())
     app.include_router(connector_plugins_router(plugins))
-    app.include_router(loggers_router(logger_levels, herder))
+    app.include_router(loggers_router(logger_levels, herder.admin))
     app.include_router(leave_group_router())
     app.include_router(metrics_router(runtime))
     app.include_router(progress_router(runtime, security.peer_verify))

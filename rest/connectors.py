@@ -14,12 +14,13 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from herder.admin import ClusterAdmin
 from herder.config_store import RestartRequest, TargetState
 from herder.errors import ConnectorNotFound
 from herder.status_store import Status
 from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
-from rest.herder_api import HerderApi, HerderDep
+from rest.herder_api import AdminDep
 from rest.models import (
     ConnectorConfig,
     ConnectorInfoBody,
@@ -70,10 +71,10 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
     def shown(config: Mapping[str, str]) -> dict[str, str]:
         return shown_config(config, secrets(config))
 
-    def with_kept_secrets(herder: HerderApi, name: str, given: dict[str, str]) -> dict[str, str]:
+    def with_kept_secrets(admin: ClusterAdmin, name: str, given: dict[str, str]) -> dict[str, str]:
         """`given`, its secrets shown as `[hidden]` given back their stored values."""
         try:
-            stored = herder.connector(name).config
+            stored = admin.connector(name).config
         except ConnectorNotFound:
             stored = {}
         try:
@@ -83,44 +84,44 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
 
     @router.get("", response_model=list[str] | dict[str, ExpandedConnectorBody])
     async def list_connectors(
-        herder: HerderDep,
+        admin: AdminDep,
         expand: Annotated[list[str] | None, Query(description="status and/or info")] = None,
     ) -> list[str] | dict[str, ExpandedConnectorBody]:
         """Names, or with `expand` each connector's status and/or info, as Connect does.
         An unknown expansion adds nothing to a connector's entry, as in Kafka Connect."""
-        names = herder.connector_names()
+        names = admin.connector_names()
         if not expand:
             return names
         expanded: dict[str, ExpandedConnectorBody] = {name: {} for name in names}
         for name, entry in expanded.items():
             if "status" in expand:
-                entry["status"] = _status(herder, name)
+                entry["status"] = _status(admin, name)
             if "info" in expand:
-                entry["info"] = info(herder.connector(name))
+                entry["info"] = info(admin.connector(name))
         return expanded
 
     @router.post("", status_code=201, response_model=ConnectorInfoBody)
     async def create_connector(
-        herder: HerderDep, body: CreateConnectorRequest, response: Response
+        admin: AdminDep, body: CreateConnectorRequest, response: Response
     ) -> ConnectorInfoBody:
         initial = INITIAL_STATES[body.initial_state or "RUNNING"]
-        config = with_kept_secrets(herder, body.name, string_config(body.config))
-        view = await herder.create_connector(body.name, config, initial)
+        config = with_kept_secrets(admin, body.name, string_config(body.config))
+        view = await admin.create_connector(body.name, config, initial)
         response.headers["Location"] = connector_location(body.name)
         return info(view)
 
     @router.get("/{name}", response_model=ConnectorInfoBody)
-    async def get_connector(herder: HerderDep, name: ConnectorName) -> ConnectorInfoBody:
-        return info(herder.connector(name))
+    async def get_connector(admin: AdminDep, name: ConnectorName) -> ConnectorInfoBody:
+        return info(admin.connector(name))
 
     @router.delete("/{name}", status_code=204)
-    async def delete_connector(herder: HerderDep, name: ConnectorName) -> Response:
-        await herder.delete_connector(name)
+    async def delete_connector(admin: AdminDep, name: ConnectorName) -> Response:
+        await admin.delete_connector(name)
         return Response(status_code=204)
 
     @router.get("/{name}/config", response_model=dict[str, str])
-    async def get_connector_config(herder: HerderDep, name: ConnectorName) -> dict[str, str]:
-        return shown(herder.connector(name).config)
+    async def get_connector_config(admin: AdminDep, name: ConnectorName) -> dict[str, str]:
+        return shown(admin.connector(name).config)
 
     @router.put(
         "/{name}/config",
@@ -128,11 +129,11 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
         responses={201: {"model": ConnectorInfoBody}},
     )
     async def put_connector_config(
-        herder: HerderDep, name: ConnectorName, config: ConnectorConfig
+        admin: AdminDep, name: ConnectorName, config: ConnectorConfig
     ) -> JSONResponse:
         """201 with a Location when this created the connector, 200 when it updated it."""
-        given = with_kept_secrets(herder, name, string_config(config))
-        created, view = await herder.put_connector_config(name, given)
+        given = with_kept_secrets(admin, name, string_config(config))
+        created, view = await admin.put_connector_config(name, given)
         body = info(view).model_dump()
         if created:
             return JSONResponse(
@@ -142,40 +143,40 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
 
     @router.patch("/{name}/config", response_model=ConnectorInfoBody)
     async def patch_connector_config(
-        herder: HerderDep, name: ConnectorName, patch: ConnectorConfig
+        admin: AdminDep, name: ConnectorName, patch: ConnectorConfig
     ) -> ConnectorInfoBody:
         """Merge into the config; a null value removes that key (KIP-477)."""
         values = {k: config_string(v) for k, v in patch.items() if v is not None}
-        kept = with_kept_secrets(herder, name, values)
+        kept = with_kept_secrets(admin, name, values)
         changes = {k: kept.get(k) for k in patch}
-        return info(await herder.patch_connector_config(name, changes))
+        return info(await admin.patch_connector_config(name, changes))
 
     @router.get("/{name}/status", response_model=ConnectorStatusBody)
-    async def get_connector_status(herder: HerderDep, name: ConnectorName) -> ConnectorStatusBody:
-        return _status(herder, name)
+    async def get_connector_status(admin: AdminDep, name: ConnectorName) -> ConnectorStatusBody:
+        return _status(admin, name)
 
     @router.get("/{name}/tasks", response_model=list[TaskInfoBody])
-    async def get_tasks(herder: HerderDep, name: ConnectorName) -> list[TaskInfoBody]:
+    async def get_tasks(admin: AdminDep, name: ConnectorName) -> list[TaskInfoBody]:
         return [
             TaskInfoBody(id=TaskIdBody(connector=t.connector, task=t.task), config=shown(c))
-            for t, c in herder.task_configs(name)
+            for t, c in admin.task_configs(name)
         ]
 
     @router.get("/{name}/tasks/{task}/status", response_model=TaskStateBody)
-    async def get_task_status(herder: HerderDep, name: ConnectorName, task: str) -> TaskStateBody:
+    async def get_task_status(admin: AdminDep, name: ConnectorName, task: str) -> TaskStateBody:
         task_id = _task_id(name, task)
-        return _task_state(task_id, herder.task_status(task_id))
+        return _task_state(task_id, admin.task_status(task_id))
 
     @router.post("/{name}/tasks/{task}/restart", status_code=204)
-    async def restart_task(herder: HerderDep, name: ConnectorName, task: str) -> Response:
-        await herder.restart(RestartRequest(name, task=_task_id(name, task).task))
+    async def restart_task(admin: AdminDep, name: ConnectorName, task: str) -> Response:
+        await admin.restart(RestartRequest(name, task=_task_id(name, task).task))
         return Response(status_code=204)
 
     @router.post(
         "/{name}/restart", status_code=204, responses={202: {"model": ConnectorStatusBody}}
     )
     async def restart_connector(
-        herder: HerderDep,
+        admin: AdminDep,
         name: ConnectorName,
         include_tasks: Annotated[bool, Query(alias="includeTasks")] = False,
         only_failed: Annotated[bool, Query(alias="onlyFailed")] = False,
@@ -183,25 +184,25 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
         """204 for a plain connector restart; otherwise 202 with what will restart shown
         RESTARTING (KIP-745)."""
         request = RestartRequest(name, include_tasks=include_tasks, only_failed=only_failed)
-        await herder.restart(request)
+        await admin.restart(request)
         if not include_tasks and not only_failed:
             return Response(status_code=204)
-        return JSONResponse(_status(herder, name, request).model_dump(), status_code=202)
+        return JSONResponse(_status(admin, name, request).model_dump(), status_code=202)
 
     @router.put("/{name}/pause", status_code=202)
-    async def pause_connector(herder: HerderDep, name: ConnectorName) -> Response:
-        await herder.set_target_state(name, TargetState.PAUSED)
+    async def pause_connector(admin: AdminDep, name: ConnectorName) -> Response:
+        await admin.set_target_state(name, TargetState.PAUSED)
         return Response(status_code=202)
 
     @router.put("/{name}/resume", status_code=202)
-    async def resume_connector(herder: HerderDep, name: ConnectorName) -> Response:
-        await herder.set_target_state(name, TargetState.STARTED)
+    async def resume_connector(admin: AdminDep, name: ConnectorName) -> Response:
+        await admin.set_target_state(name, TargetState.STARTED)
         return Response(status_code=202)
 
     @router.put("/{name}/stop", status_code=204)
-    async def stop_connector(herder: HerderDep, name: ConnectorName) -> Response:
+    async def stop_connector(admin: AdminDep, name: ConnectorName) -> Response:
         """KIP-875: a STOPPED connector keeps its config but has no tasks."""
-        await herder.set_target_state(name, TargetState.STOPPED)
+        await admin.set_target_state(name, TargetState.STOPPED)
         return Response(status_code=204)
 
     return router
@@ -216,18 +217,18 @@ def _task_id(name: str, task: str) -> ConnectorTaskId:
 
 
 def _status(
-    herder: HerderApi, name: str, restarting: RestartRequest | None = None
+    admin: ClusterAdmin, name: str, restarting: RestartRequest | None = None
 ) -> ConnectorStatusBody:
     """The connector's status; with `restarting`, what that request restarts is shown
     RESTARTING, as Connect's 202 answer does."""
-    view = herder.connector(name)
-    connector = herder.connector_status(name)
+    view = admin.connector(name)
+    connector = admin.connector_status(name)
     state = connector.state if connector else TaskState.UNASSIGNED
     if restarting is not None and restarting.covers_connector(state is TaskState.FAILED):
         state = TaskState.RESTARTING
     tasks = []
     for task in view.tasks:
-        body = _task_state(task, herder.task_status(task))
+        body = _task_state(task, admin.task_status(task))
         if restarting is not None and restarting.covers_task(task, body.state == "FAILED"):
             body.state = TaskState.RESTARTING
         tasks.append(body)

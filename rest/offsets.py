@@ -13,9 +13,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from herder.errors import InvalidOffsets
-from rest.herder_api import HerderDep
+from rest.herder_api import AdminDep
 from rest.models import ConnectorName, ErrorBody
-from worker.runtime.checkpoint_offsets import OffsetsError, check_offset
+from worker.runtime.task_offsets import OffsetsError, check_offset
 
 ALTERED = "The offsets for this connector have been altered successfully"
 RESET = "The offsets for this connector have been reset successfully"
@@ -47,27 +47,27 @@ def offsets_router() -> APIRouter:
         response_model=ConnectorOffsetsBody,
         responses={404: {"model": ErrorBody}},
     )
-    async def get_offsets(herder: HerderDep, name: ConnectorName) -> ConnectorOffsetsBody:
+    async def get_offsets(admin: AdminDep, name: ConnectorName) -> ConnectorOffsetsBody:
         return ConnectorOffsetsBody(
             offsets=[
                 ConnectorOffsetBody(partition={"task": o.task, "source": o.source}, offset=o.offset)
-                for o in herder.connector_offsets(name)
+                for o in await admin.connector_offsets(name)
             ]
         )
 
     @router.patch("/{name}/offsets", response_model=MessageBody, responses=refusals)
     async def alter_offsets(
-        herder: HerderDep, name: ConnectorName, body: ConnectorOffsetsBody
+        admin: AdminDep, name: ConnectorName, body: ConnectorOffsetsBody
     ) -> MessageBody:
         """Only while the connector is STOPPED; the tasks resume after these offsets."""
-        await herder.alter_connector_offsets(name, _by_task(body))
+        await admin.alter_connector_offsets(name, _by_task(body))
         return MessageBody(message=ALTERED)
 
     @router.delete("/{name}/offsets", response_model=MessageBody, responses=refusals)
-    async def reset_offsets(herder: HerderDep, name: ConnectorName) -> MessageBody:
+    async def reset_offsets(admin: AdminDep, name: ConnectorName) -> MessageBody:
         """Only while STOPPED: the tasks' checkpoints are removed, so they start from their
         sources' initial offsets at batch 0."""
-        await herder.reset_connector_offsets(name)
+        await admin.reset_connector_offsets(name)
         return MessageBody(message=RESET)
 
     return router

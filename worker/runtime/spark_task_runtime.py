@@ -33,6 +33,7 @@ from worker.runtime import spark_warm_up
 from worker.runtime.checkpoint_fingerprint import fit
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
 from worker.runtime.checkpoint_offsets import newest_committed_batch
+from worker.runtime.connector_offsets import CheckpointOffsets
 from worker.runtime.daemon_thread import DaemonThread
 from worker.runtime.failure_traces import root_cause_line, with_root_cause_first
 from worker.runtime.log_setup import working_on
@@ -245,7 +246,7 @@ class _TaskRun:
     stopping: bool = False
 
 
-class SparkTaskRuntime:
+class SparkTaskRuntime(CheckpointOffsets):
     """The worker's connector tasks, each one streaming query on the shared session: what
     the herder drives through its `herder.runtime.TaskRuntime` seam.
 
@@ -267,6 +268,7 @@ class SparkTaskRuntime:
     ) -> None:
         """`topic_creation_enabled` is the worker's `topic.creation.enable`, handed to
         every task it starts (`TaskContext.topic_creation_enabled`)."""
+        super().__init__(checkpoint_root)
         self._topic_creation_enabled = topic_creation_enabled
         self._session = session
         self._plugins = plugins

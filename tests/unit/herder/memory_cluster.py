@@ -30,6 +30,7 @@ from protocol.codec import Codec
 from protocol.messages import ConnectorTaskId, Subscription
 from protocol.versions import CURRENT_VERSION
 from tests.support.polling import wait_until_async
+from worker.runtime.task_offsets import SourceOffset
 from worker.runtime.task_state import TaskState
 
 StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
@@ -177,6 +178,12 @@ class RecordingRuntime:
     failing: dict[ConnectorTaskId, str] = field(default_factory=dict)
     lost: set[ConnectorTaskId] = field(default_factory=set)
     """Tasks a test says another worker has claimed since this runtime started them."""
+    offsets: dict[str, list[SourceOffset]] = field(default_factory=dict)
+    """What each connector's tasks have committed, as a test says."""
+    altered: list[tuple[str, Mapping[int, Mapping[int, object | None]]]] = field(
+        default_factory=list
+    )
+    reset: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.warmed.set()
@@ -224,6 +231,17 @@ class RecordingRuntime:
 
     def held(self) -> set[ConnectorTaskId]:
         return set(self.running)
+
+    async def committed_offsets(self, connector: str) -> list[SourceOffset]:
+        return self.offsets.get(connector, [])
+
+    async def alter_offsets(
+        self, connector: str, offsets: Mapping[int, Mapping[int, object | None]]
+    ) -> None:
+        self.altered.append((connector, offsets))
+
+    async def reset_offsets(self, connector: str) -> None:
+        self.reset.append(connector)
 
 
 class CountingPlugins:

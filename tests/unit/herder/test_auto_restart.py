@@ -78,7 +78,7 @@ def restarted_since(runtime: RecordingRuntime, starts: int) -> bool:
 
 def task_trace_has(herder: DistributedHerder, text: str) -> Callable[[], bool]:
     def has() -> bool:
-        status = herder.task_status(TASK)
+        status = herder.admin.task_status(TASK)
         return state_of(status) is TaskState.FAILED and text in trace_of(status)
 
     return has
@@ -89,16 +89,18 @@ async def test_a_task_whose_cause_goes_away_runs_again_without_anyone_asking(
 ) -> None:
     async with flaky_herder(tmp_path) as (herder, runtime):
         runtime.failing[TASK] = CAUSE
-        await herder.create_connector("flaky", CONFIG)
+        await herder.admin.create_connector("flaky", CONFIG)
         await until(
             task_trace_has(herder, "Automatic restart 1 of 3 failed; automatic restart 2 of 3"),
             "a first automatic restart that failed too",
         )
-        assert trace_of(herder.task_status(TASK)).startswith(CAUSE + "\n")
+        assert trace_of(herder.admin.task_status(TASK)).startswith(CAUSE + "\n")
         del runtime.failing[TASK]
-        await until(lambda: state_of(herder.task_status(TASK)) is TaskState.RUNNING, "RUNNING")
+        await until(
+            lambda: state_of(herder.admin.task_status(TASK)) is TaskState.RUNNING, "RUNNING"
+        )
         assert runtime.starts.count(TASK) >= 3 and runtime.stops.count(TASK) >= 2
-        running = herder.task_status(TASK)
+        running = herder.admin.task_status(TASK)
         assert running is not None and (running.worker_id, running.trace) == ("me:8083", None)
 
 
@@ -107,15 +109,15 @@ async def test_after_the_last_attempt_the_task_stays_failed_until_a_manual_resta
 ) -> None:
     async with flaky_herder(tmp_path) as (herder, runtime):
         runtime.failing[TASK] = CAUSE
-        await herder.create_connector("flaky", CONFIG)
+        await herder.admin.create_connector("flaky", CONFIG)
         exhausted = "Automatic restart 3 of 3 failed; the task stays FAILED until it is restarted"
         await until(task_trace_has(herder, exhausted), "the last attempt to fail")
-        assert "POST /connectors/flaky/tasks/0/restart" in trace_of(herder.task_status(TASK))
+        assert "POST /connectors/flaky/tasks/0/restart" in trace_of(herder.admin.task_status(TASK))
         # Part of the scenario, not a wait: time passes to show nothing restarts any more.
         await asyncio.sleep(0.3)
         assert runtime.starts.count(TASK) == 1 + 3
 
-        await herder.restart(RestartRequest("flaky", task=0))
+        await herder.admin.restart(RestartRequest("flaky", task=0))
         await until(lambda: runtime.starts.count(TASK) > 4, "the manual restart")
         await until(task_trace_has(herder, exhausted), "three more attempts, counted from zero")
         assert runtime.starts.count(TASK) == 2 * (1 + 3)
@@ -125,8 +127,10 @@ async def test_a_task_that_fails_while_running_is_restarted_and_a_long_run_reset
     tmp_path: Path,
 ) -> None:
     async with flaky_herder(tmp_path) as (herder, runtime):
-        await herder.create_connector("flaky", CONFIG)
-        await until(lambda: state_of(herder.task_status(TASK)) is TaskState.RUNNING, "RUNNING")
+        await herder.admin.create_connector("flaky", CONFIG)
+        await until(
+            lambda: state_of(herder.admin.task_status(TASK)) is TaskState.RUNNING, "RUNNING"
+        )
         for _ in range(FAST.max_attempts + 1):
             starts = runtime.starts.count(TASK)
             # Part of the scenario, not a wait: a run longer than the longest back-off.
@@ -134,14 +138,15 @@ async def test_a_task_that_fails_while_running_is_restarted_and_a_long_run_reset
             runtime.fail(TASK, "org.apache.spark.SparkException: Job aborted")
             await until(partial(restarted_since, runtime, starts), "an automatic restart")
             await until(
-                lambda: state_of(herder.task_status(TASK)) is TaskState.RUNNING, "RUNNING again"
+                lambda: state_of(herder.admin.task_status(TASK)) is TaskState.RUNNING,
+                "RUNNING again",
             )
 
 
 async def test_a_fenced_task_is_left_to_the_worker_that_claimed_it(tmp_path: Path) -> None:
     async with flaky_herder(tmp_path) as (herder, runtime):
         runtime.failing[TASK] = str(TaskFencedError(TASK, "other:8083 (generation 9)"))
-        await herder.create_connector("flaky", CONFIG)
+        await herder.admin.create_connector("flaky", CONFIG)
         await until(
             task_trace_has(herder, "Not restarted automatically: another worker has claimed"),
             "the fenced failure",
@@ -154,17 +159,17 @@ async def test_a_fenced_task_is_left_to_the_worker_that_claimed_it(tmp_path: Pat
 async def test_a_connectors_own_keys_override_the_workers(tmp_path: Path) -> None:
     async with flaky_herder(tmp_path) as (herder, runtime):
         runtime.failing[TASK] = CAUSE
-        await herder.create_connector("flaky", {**CONFIG, "auto.restart.enabled": "false"})
-        await until(lambda: state_of(herder.task_status(TASK)) is TaskState.FAILED, "FAILED")
+        await herder.admin.create_connector("flaky", {**CONFIG, "auto.restart.enabled": "false"})
+        await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.FAILED, "FAILED")
         # Part of the scenario, not a wait: longer than every back-off, and nothing restarts.
         await asyncio.sleep(0.3)
-        assert runtime.starts.count(TASK) == 1 and trace_of(herder.task_status(TASK)) == CAUSE
+        assert runtime.starts.count(TASK) == 1 and trace_of(herder.admin.task_status(TASK)) == CAUSE
 
     async with flaky_herder(tmp_path, RestartPolicy(enabled=False)) as (herder, runtime):
         runtime.failing[TASK] = CAUSE
         config = {**CONFIG, "auto.restart.enabled": "true", "auto.restart.max.attempts": "1"}
         config |= {"auto.restart.initial.backoff.ms": "100", "auto.restart.max.backoff.ms": "100"}
-        await herder.create_connector("flaky", config)
+        await herder.admin.create_connector("flaky", config)
         await until(task_trace_has(herder, "Automatic restart 1 of 1 failed"), "one attempt")
         assert runtime.starts.count(TASK) == 2
 
@@ -174,8 +179,8 @@ async def test_a_due_restart_waits_for_the_rebalance_in_progress(tmp_path: Path)
     slow = RestartPolicy(enabled=True, max_attempts=3, initial_backoff_ms=200, max_backoff_ms=200)
     async with flaky_herder(tmp_path, slow, coordinator) as (herder, runtime):
         runtime.failing[TASK] = CAUSE
-        await herder.create_connector("flaky", CONFIG)
-        await until(lambda: state_of(herder.task_status(TASK)) is TaskState.FAILED, "FAILED")
+        await herder.admin.create_connector("flaky", CONFIG)
+        await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.FAILED, "FAILED")
         del runtime.failing[TASK]
         generation = coordinator.generation
         coordinator.joinable.clear()
@@ -186,7 +191,9 @@ async def test_a_due_restart_waits_for_the_rebalance_in_progress(tmp_path: Path)
         coordinator.joinable.set()
         await until(lambda: runtime.starts.count(TASK) == 2, "the restart after the rejoin")
         assert coordinator.generation > generation
-        await until(lambda: state_of(herder.task_status(TASK)) is TaskState.RUNNING, "RUNNING")
+        await until(
+            lambda: state_of(herder.admin.task_status(TASK)) is TaskState.RUNNING, "RUNNING"
+        )
 
 
 async def test_work_paused_or_deleted_before_its_restart_is_not_restarted(
@@ -195,18 +202,18 @@ async def test_work_paused_or_deleted_before_its_restart_is_not_restarted(
     slow = RestartPolicy(enabled=True, max_attempts=3, initial_backoff_ms=300, max_backoff_ms=300)
     async with flaky_herder(tmp_path, slow) as (herder, runtime):
         runtime.failing[TASK] = CAUSE
-        await herder.create_connector("flaky", CONFIG)
-        await until(lambda: state_of(herder.task_status(TASK)) is TaskState.FAILED, "FAILED")
-        await herder.set_target_state("flaky", TargetState.PAUSED)
-        await until(lambda: state_of(herder.task_status(TASK)) is TaskState.PAUSED, "PAUSED")
+        await herder.admin.create_connector("flaky", CONFIG)
+        await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.FAILED, "FAILED")
+        await herder.admin.set_target_state("flaky", TargetState.PAUSED)
+        await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.PAUSED, "PAUSED")
         # Part of the scenario, not a wait: past the restart's time, and nothing restarts.
         await asyncio.sleep(0.5)
         assert runtime.starts.count(TASK) == 1
 
-        await herder.set_target_state("flaky", TargetState.STARTED)
+        await herder.admin.set_target_state("flaky", TargetState.STARTED)
         await until(lambda: runtime.starts.count(TASK) == 2, "resumed, and failing again")
-        await until(lambda: state_of(herder.task_status(TASK)) is TaskState.FAILED, "FAILED")
-        await herder.delete_connector("flaky")
+        await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.FAILED, "FAILED")
+        await herder.admin.delete_connector("flaky")
         await until(lambda: herder.owned.is_empty(), "deleted work given up")
         # Part of the scenario, not a wait: past the restart's time, and nothing restarts.
         await asyncio.sleep(0.5)
@@ -217,19 +224,19 @@ async def test_a_connector_that_fails_to_start_is_restarted_too(tmp_path: Path) 
     plugins = FlakyPlugins()
     async with flaky_herder(tmp_path, plugins=plugins) as (herder, _):
         plugins.broken = True
-        await herder.create_connector("flaky", CONFIG)
+        await herder.admin.create_connector("flaky", CONFIG)
 
         def connector_trace_has(text: str) -> Callable[[], bool]:
-            return lambda: text in trace_of(herder.connector_status("flaky"))
+            return lambda: text in trace_of(herder.admin.connector_status("flaky"))
 
         await until(
             connector_trace_has("Automatic restart 1 of 3 failed; automatic restart 2 of 3"),
             "a failed automatic restart of the connector",
         )
-        assert trace_of(herder.connector_status("flaky")).startswith("secret.path: ")
+        assert trace_of(herder.admin.connector_status("flaky")).startswith("secret.path: ")
         plugins.broken = False
         await until(
-            lambda: state_of(herder.connector_status("flaky")) is TaskState.RUNNING,
+            lambda: state_of(herder.admin.connector_status("flaky")) is TaskState.RUNNING,
             "the connector RUNNING",
         )
 

@@ -39,7 +39,7 @@ async def test_a_request_sent_before_the_join_waits_for_it(tmp_path: Path) -> No
     coordinator = LoneCoordinator()
     coordinator.joinable.clear()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        create = asyncio.create_task(herder.create_connector("early", CONFIG))
+        create = asyncio.create_task(herder.admin.create_connector("early", CONFIG))
         # Part of the scenario, not a wait: time passes to show the request waits.
         await asyncio.sleep(0.1)
         assert not create.done() and coordinator.generation == 0
@@ -57,18 +57,19 @@ async def test_a_request_that_cannot_be_served_in_time_is_refused_and_never_runs
     coordinator.joinable.clear()
     async with running_herder(tmp_path, coordinator, request_timeout_s=0.2) as (herder, _):
         with pytest.raises(RequestTimedOut):
-            await herder.create_connector("late", CONFIG)
+            await herder.admin.create_connector("late", CONFIG)
         coordinator.joinable.set()
         await until(lambda: herder.ready, "the worker joined")
         # Part of the scenario, not a wait: time passes to show the refused request never runs.
         await asyncio.sleep(0.1)
-        assert herder.connector_names() == []
+        assert herder.admin.connector_names() == []
 
 
 async def test_concurrent_creates_of_one_name_run_one_after_the_other(tmp_path: Path) -> None:
     async with running_herder(tmp_path, LoneCoordinator()) as (herder, _):
         outcomes = await asyncio.gather(
-            *(herder.create_connector("same", CONFIG) for _ in range(5)), return_exceptions=True
+            *(herder.admin.create_connector("same", CONFIG) for _ in range(5)),
+            return_exceptions=True,
         )
         assert sum(not isinstance(o, BaseException) for o in outcomes) == 1
         assert sum(isinstance(o, ConnectorExists) for o in outcomes) == 4
@@ -77,45 +78,45 @@ async def test_concurrent_creates_of_one_name_run_one_after_the_other(tmp_path: 
 async def test_a_refused_config_is_an_error_and_nothing_is_stored(tmp_path: Path) -> None:
     async with running_herder(tmp_path, LoneCoordinator()) as (herder, runtime):
         with pytest.raises(InvalidConnectorConfig, match="bad: refused"):
-            await herder.create_connector("broken", {**CONFIG, "bad": "yes"})
-        assert herder.connector_names() == [] and runtime.starts == []
+            await herder.admin.create_connector("broken", {**CONFIG, "bad": "yes"})
+        assert herder.admin.connector_names() == [] and runtime.starts == []
 
 
 async def test_patches_within_the_bounds_cannot_grow_a_config_past_them(tmp_path: Path) -> None:
     async with running_herder(tmp_path, LoneCoordinator()) as (herder, _):
-        await herder.create_connector("grown", CONFIG)
-        stored = dict(herder.connector("grown").config)
+        await herder.admin.create_connector("grown", CONFIG)
+        stored = dict(herder.admin.connector("grown").config)
         padding = {f"pad.{i}": "x" for i in range(MAX_CONFIG_KEYS - len(stored) + 1)}
         with pytest.raises(InvalidConnectorConfig, match=f"at most {MAX_CONFIG_KEYS} keys"):
-            await herder.patch_connector_config("grown", padding)
-        assert herder.connector("grown").config == stored
+            await herder.admin.patch_connector_config("grown", padding)
+        assert herder.admin.connector("grown").config == stored
 
 
 async def test_work_follows_config_changes_through_rebalances(tmp_path: Path) -> None:
     async with running_herder(tmp_path, LoneCoordinator()) as (herder, runtime):
-        await herder.create_connector("grow", CONFIG)
+        await herder.admin.create_connector("grow", CONFIG)
         await until(lambda: len(runtime.running) == 2, "two tasks")
-        await herder.put_connector_config("grow", {**CONFIG, "tasks.max": "3"})
+        await herder.admin.put_connector_config("grow", {**CONFIG, "tasks.max": "3"})
         await until(lambda: len(runtime.running) == 3, "a third task after the rebalance")
-        await herder.set_target_state("grow", TargetState.PAUSED)
+        await herder.admin.set_target_state("grow", TargetState.PAUSED)
         await until(lambda: not runtime.running, "paused tasks stopped")
         task = ConnectorTaskId("grow", 0)
         await until(
             lambda: (
-                (status := herder.task_status(task)) is not None
+                (status := herder.admin.task_status(task)) is not None
                 and status.state is TaskState.PAUSED
             ),
             "PAUSED reported",
         )
-        await herder.delete_connector("grow")
+        await herder.admin.delete_connector("grow")
         await until(lambda: herder.owned.is_empty(), "deleted work given up")
-        assert herder.connector_names() == [] and not runtime.running
+        assert herder.admin.connector_names() == [] and not runtime.running
 
 
 async def test_a_lost_membership_stops_all_work_before_rejoining(tmp_path: Path) -> None:
     coordinator = LoneCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("lost", CONFIG)
+        await herder.admin.create_connector("lost", CONFIG)
         await until(lambda: len(runtime.running) == 2, "two tasks")
         stops_before = len(runtime.stops)
         generation = coordinator.generation
@@ -132,7 +133,7 @@ async def test_a_task_another_worker_claimed_is_given_up_before_the_next_join(
     new owner's claim fenced: the leader would stop the live copy to hand it "back"."""
     coordinator = LoneCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("thawed", CONFIG)
+        await herder.admin.create_connector("thawed", CONFIG)
         await until(lambda: len(runtime.running) == 2, "two tasks")
         lost = ConnectorTaskId("thawed", 0)
         runtime.lost.add(lost)
@@ -152,7 +153,7 @@ async def test_a_join_retried_after_a_failed_round_reports_what_the_worker_runs_
     report what it ran when the join began (a Tansu CI run left two tasks down so)."""
     coordinator = LoneCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("thawed", CONFIG)
+        await herder.admin.create_connector("thawed", CONFIG)
         await until(lambda: len(runtime.running) == 2, "two tasks")
         lost = ConnectorTaskId("thawed", 0)
         coordinator.failing_joins.append(lambda: runtime.lost.add(lost))
@@ -172,7 +173,7 @@ async def test_a_task_fenced_between_rebalances_is_given_up_at_once(tmp_path: Pa
     so that the leader learns it now, not at a next rebalance that may never come."""
     coordinator = LoneCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("fenced", CONFIG)
+        await herder.admin.create_connector("fenced", CONFIG)
         await until(lambda: len(runtime.running) == 2, "two tasks")
         lost = ConnectorTaskId("fenced", 1)
         generation = coordinator.generation
@@ -186,7 +187,7 @@ async def test_a_task_fenced_between_rebalances_is_given_up_at_once(tmp_path: Pa
 async def test_stopping_the_herder_stops_the_work_and_leaves_the_group(tmp_path: Path) -> None:
     coordinator = LoneCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("bye", CONFIG)
+        await herder.admin.create_connector("bye", CONFIG)
         await until(lambda: len(runtime.running) == 2, "two tasks")
     assert not runtime.running and coordinator.left == 1
 
@@ -196,7 +197,7 @@ async def test_the_worker_warms_up_before_it_joins(tmp_path: Path) -> None:
     runtime.warmed.clear()
     async with running_herder(tmp_path, coordinator, runtime=runtime) as (herder, _):
         await until(lambda: runtime.warm_ups == 1, "the warm-up to begin")
-        create = asyncio.create_task(herder.create_connector("warm", CONFIG))
+        create = asyncio.create_task(herder.admin.create_connector("warm", CONFIG))
         # Part of the scenario, not a wait: time passes to show nothing joins meanwhile.
         await asyncio.sleep(0.1)
         assert herder.state is WorkerState.WARMING and coordinator.generation == 0
@@ -238,7 +239,7 @@ async def test_a_leaving_leader_stays_for_the_round_that_places_its_work(tmp_pat
     the others, and only the leader can run it."""
     coordinator = LoneCoordinator(bystander=BYSTANDER)
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("moving", CONFIG)
+        await herder.admin.create_connector("moving", CONFIG)
         await until(lambda: len(runtime.running) == 1, "its share: one task of two")
         announced_in = herder.generation
         assert await herder.leave_for_good(5.0)
@@ -251,7 +252,7 @@ async def test_a_departure_nobody_could_take_over_is_refused_at_once(tmp_path: P
     of waiting out its timeout, and the work keeps running."""
     coordinator = LoneCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("staying", CONFIG)
+        await herder.admin.create_connector("staying", CONFIG)
         await until(lambda: len(runtime.running) == 2, "two tasks")
         generation = herder.generation
         with pytest.raises(NoHandOff, match="alone in the group: nobody to hand 2 tasks to"):
@@ -274,7 +275,7 @@ async def handed_over_awaiting_release(
     runtime.released.clear()
     coordinator = LoneCoordinator(bystander=leaving)
     async with running_herder(tmp_path, coordinator, runtime=runtime) as (herder, _):
-        await herder.create_connector("moving", CONFIG)
+        await herder.admin.create_connector("moving", CONFIG)
         await until(lambda: sorted(runtime.awaited) == MOVING, "both starts to wait")
         yield herder, runtime
 
@@ -292,7 +293,7 @@ async def test_a_task_revoked_while_it_awaits_its_release_never_starts(tmp_path:
     """Its start is cancelled, not waited for: it must not claim a task it no longer owns
     (it would fence the task's next owner), nor hold the revocation up."""
     async with handed_over_awaiting_release(tmp_path) as (herder, runtime):
-        await asyncio.wait_for(herder.delete_connector("moving"), 5.0)
+        await asyncio.wait_for(herder.admin.delete_connector("moving"), 5.0)
         await until(lambda: herder.owned.is_empty(), "the deleted tasks given up")
         runtime.released.set()
         for _ in range(10):  # let a start that was not cancelled run on
@@ -362,7 +363,7 @@ async def test_a_static_member_whose_changed_subscription_is_ignored_joins_as_dy
         await until(lambda: herder.ready, "the worker joined")
         answered = Codec().encode_assignment(replace(EMPTY_V3_ANSWER, leader_id="me"))
         coordinator.replays = [Generation(herder.generation, "me", "me", answered)]
-        await herder.create_connector("grow", CONFIG)
+        await herder.admin.create_connector("grow", CONFIG)
         await until(lambda: coordinator.left == 1, "the forced round")
         assert coordinator.is_static is False
         left = coordinator.left

@@ -16,7 +16,7 @@ CONFIG = {"connector.class": "counting", "tasks.max": "2"}
 
 def connector_reads(herder: DistributedHerder, state: TaskState) -> Callable[[], bool]:
     def reads() -> bool:
-        status = herder.connector_status("c")
+        status = herder.admin.connector_status("c")
         return status is not None and status.state is state
 
     return reads
@@ -25,13 +25,13 @@ def connector_reads(herder: DistributedHerder, state: TaskState) -> Callable[[],
 async def test_a_stop_and_a_resume_are_reported_before_their_rebalance(tmp_path: Path) -> None:
     coordinator = LoneCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("c", CONFIG)
+        await herder.admin.create_connector("c", CONFIG)
         await until(lambda: len(runtime.running) == 2, "both tasks running")
         await until(connector_reads(herder, TaskState.RUNNING), "the connector RUNNING")
         generation = coordinator.generation
         coordinator.joinable.clear()
 
-        await herder.set_target_state("c", TargetState.STOPPED)
+        await herder.admin.set_target_state("c", TargetState.STOPPED)
         await until(connector_reads(herder, TaskState.STOPPED), "STOPPED before the rebalance")
         assert coordinator.generation == generation, "the rebalance was held back"
 
@@ -39,7 +39,7 @@ async def test_a_stop_and_a_resume_are_reported_before_their_rebalance(tmp_path:
         await until(lambda: not runtime.running, "the stopped connector's tasks revoked")
         generation = coordinator.generation
         coordinator.joinable.clear()
-        await herder.set_target_state("c", TargetState.STARTED)
+        await herder.admin.set_target_state("c", TargetState.STARTED)
         await until(connector_reads(herder, TaskState.RUNNING), "RUNNING before the rebalance")
         assert coordinator.generation == generation
         coordinator.joinable.set()

@@ -42,7 +42,7 @@ async def test_a_worker_says_once_that_it_is_ready_and_how_long_warm_up_took(
         await until(lambda: herder.ready, "the worker joined")
         [line] = ready_lines(caplog)
         assert " s after start (warm-up " in line
-        await herder.create_connector("more", CONFIG)
+        await herder.admin.create_connector("more", CONFIG)
         await until(lambda: len(runtime.running) == 2, "a rebalance ran the tasks")
         assert ready_lines(caplog) == [line]
 
@@ -64,7 +64,7 @@ async def test_a_worker_that_was_unhealthy_says_when_it_is_ready_again(
     caplog.set_level(logging.INFO, logger="herder")
     coordinator = OutOfTouchCoordinator()
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
-        await herder.create_connector("fenced", CONFIG)
+        await herder.admin.create_connector("fenced", CONFIG)
         await until(lambda: len(runtime.running) == 2, "work to fence")
         generation = coordinator.generation
         coordinator.fence_once = True

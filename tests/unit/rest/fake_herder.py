@@ -1,34 +1,52 @@
-"""An in-memory herder for REST unit tests: one worker that leads, no Kafka, no Spark.
+"""A herder for REST unit tests: one worker that leads, no Kafka, no Spark.
 
-It refuses what `DistributedHerder` refuses, with the same `herder.errors`, so a test
-sees the status code and error body the app makes of each refusal; and it records what
-the routers asked of it, so a test sees that a route passed on what the caller sent.
+Its cluster operations are the real `herder.admin.ClusterAdmin` over the real stores on
+in-memory topics (`tests.unit.herder.memory_cluster`), so a test sees what the herder
+itself refuses and the status code and error body the app makes of it; only the
+worker's own state (health, views, metrics, leaving) is set by the test. Writes run at
+once rather than in a group loop's turn: there is none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from herder.config_store import RestartRequest, TargetState
-from herder.errors import (
-    ConnectorExists,
-    ConnectorNotFound,
-    ConnectorNotStopped,
-    InvalidConnectorConfig,
-    NoHandOff,
-    NotLeader,
-    TaskNotFound,
-    TasksStillRunning,
-)
+from herder.admin import ClusterAdmin
+from herder.config_store import ConfigStore, RestartRequest, TargetState
+from herder.errors import HerderError, NoHandOff, NotLeader
 from herder.metrics import RebalanceView, WorkerMetrics
-from herder.status_store import Status
-from herder.views import ClusterView, ConnectorView, WorkerState
+from herder.status_store import Status, StatusStore
+from herder.task_configs import TaskConfigWriter
+from herder.views import ClusterView, WorkerState
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
-from worker.runtime.checkpoint_offsets import SourceOffset
+from tests.unit.herder.memory_cluster import CountingPlugins, MemoryLog, RecordingRuntime
+from worker.runtime.task_offsets import SourceOffset
 from worker.runtime.task_state import StartupCounts, TaskState
 
 WORKER_ID = "10.0.0.1:8083"
+
+_Result = TypeVar("_Result")
+
+
+class FakePlugins(CountingPlugins):
+    """Any config with a `connector.class` passes; each task config is the connector's
+    with its `task.id`."""
+
+    def validate(self, config: Mapping[str, str]) -> None:
+        if "connector.class" not in config:
+            raise ValueError('Missing required configuration "connector.class"')
+
+    def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
+        return [{**config, "task.id": str(i)} for i in range(int(config.get("tasks.max", "1")))]
+
+
+def _run(step: Coroutine[Any, Any, object]) -> None:
+    """A write a test makes before its request, outside the app's loop."""
+    asyncio.run(step)
 
 
 @dataclass
@@ -44,33 +62,82 @@ class FakeHerder:
     """What `leave_for_good` answers."""
     hand_off_refusal: str | None = None
     """Why `leave_for_good` raises `NoHandOff`, if it does."""
-    configs: dict[str, dict[str, str]] = field(default_factory=dict)
-    targets: dict[str, TargetState] = field(default_factory=dict)
-    tasks: dict[str, list[dict[str, str]]] = field(default_factory=dict)
-    connector_statuses: dict[str, Status] = field(default_factory=dict)
-    task_statuses: dict[ConnectorTaskId, Status] = field(default_factory=dict)
-    offsets: dict[str, list[SourceOffset]] = field(default_factory=dict)
-    restarts: list[RestartRequest] = field(default_factory=list)
-    altered: list[tuple[str, Mapping[int, Mapping[int, object | None]]]] = field(
-        default_factory=list
-    )
-    reset: list[str] = field(default_factory=list)
-    logger_levels: list[tuple[str, str]] = field(default_factory=list)
     leave_timeouts: list[float] = field(default_factory=list)
+    runtime: RecordingRuntime = field(default_factory=RecordingRuntime)
+    """Whose offsets the admin reads and writes."""
+    refusal: HerderError | None = None
+    """What every write is refused with before it runs, if set, as the request queue of
+    a worker that cannot serve it in time or is stopping refuses it."""
+    _restarts: list[RestartRequest] = field(default_factory=list)
 
-    def add(self, name: str, tasks: int = 1, target: TargetState = TargetState.STARTED) -> None:
+    def __post_init__(self) -> None:
+        self._configs = ConfigStore(MemoryLog)
+        self._statuses = StatusStore(MemoryLog)
+        plugins = FakePlugins()
+        self.admin = ClusterAdmin(
+            self._configs,
+            self._statuses,
+            plugins,
+            TaskConfigWriter(self._configs, plugins, time.time),
+            self.runtime,
+            self._require_leader,
+            self._run_at_once,
+        )
+
+    # -- what a test sets up or looks at --------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        tasks: int = 1,
+        target: TargetState = TargetState.STARTED,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
         """A connector that exists before the test's request, with `tasks` tasks."""
-        self._write(name, {"connector.class": "generator", "tasks.max": str(tasks)}, target)
+        config = {"connector.class": "generator", "tasks.max": str(tasks), **(extra or {})}
+        _run(self.admin.create_connector(name, config, target))
 
     def report(
         self, work: str | ConnectorTaskId, state: TaskState, trace: str | None = None
     ) -> None:
         """A status as the worker running `work` would write it."""
-        status = Status(state, WORKER_ID, generation=1, trace=trace)
+        _run(self._put_status(work, Status(state, WORKER_ID, generation=1, trace=trace)))
+
+    async def _put_status(self, work: str | ConnectorTaskId, status: Status) -> None:
         if isinstance(work, str):
-            self.connector_statuses[work] = status
+            await self._statuses.put_connector(work, status)
         else:
-            self.task_statuses[work] = status
+            await self._statuses.put_task(work, status)
+        await self._statuses.read_to_end()
+
+    @property
+    def configs(self) -> dict[str, Mapping[str, str]]:
+        return dict(self._configs.snapshot().connectors)
+
+    @property
+    def targets(self) -> dict[str, TargetState]:
+        snapshot = self._configs.snapshot()
+        return {name: snapshot.target_state(name) for name in snapshot.connectors}
+
+    @property
+    def restarts(self) -> list[RestartRequest]:
+        """Every restart request written so far."""
+        self._restarts.extend(self._configs.take_restart_requests())
+        return list(self._restarts)
+
+    @property
+    def offsets(self) -> dict[str, list[SourceOffset]]:
+        return self.runtime.offsets
+
+    @property
+    def altered(self) -> list[tuple[str, Mapping[int, Mapping[int, object | None]]]]:
+        return self.runtime.altered
+
+    @property
+    def reset(self) -> list[str]:
+        return self.runtime.reset
+
+    # -- what REST asks of the worker itself -----------------------------------------------
 
     def cluster_view(self) -> ClusterView:
         return ClusterView(
@@ -91,8 +158,8 @@ class FakeHerder:
             generation=3,
             protocol_version=2,
             scheduled_rebalance_ms=0,
-            connectors={c: state(self.connector_statuses.get(c)) for c in self.owned.connectors},
-            tasks={t: state(self.task_statuses.get(t)) for t in self.owned.tasks},
+            connectors={c: state(self._statuses.connector(c)) for c in self.owned.connectors},
+            tasks={t: state(self._statuses.task(t)) for t in self.owned.tasks},
             rebalance=RebalanceView(
                 completed=2,
                 rebalancing=False,
@@ -107,120 +174,17 @@ class FakeHerder:
             auto_restarts=3,
         )
 
-    def connector_names(self) -> list[str]:
-        return sorted(self.configs)
-
-    def connector(self, name: str) -> ConnectorView:
-        config = self._config(name)
-        tasks = tuple(ConnectorTaskId(name, i) for i in range(len(self.tasks[name])))
-        return ConnectorView(name=name, config=config, tasks=tasks, type="source")
-
-    def task_configs(self, name: str) -> list[tuple[ConnectorTaskId, Mapping[str, str]]]:
-        self._config(name)
-        return [(ConnectorTaskId(name, i), c) for i, c in enumerate(self.tasks[name])]
-
-    def connector_status(self, name: str) -> Status | None:
-        return self.connector_statuses.get(name)
-
-    def task_status(self, task: ConnectorTaskId) -> Status | None:
-        if task.task not in range(len(self.connector(task.connector).tasks)):
-            raise TaskNotFound(task)
-        return self.task_statuses.get(task)
-
-    def connector_offsets(self, name: str) -> list[SourceOffset]:
-        self._config(name)
-        return self.offsets.get(name, [])
-
-    async def create_connector(
-        self, name: str, config: Mapping[str, str], initial_state: TargetState
-    ) -> ConnectorView:
-        self._require_leader()
-        if name in self.configs:
-            raise ConnectorExists(name)
-        return self._write(name, config, initial_state)
-
-    async def put_connector_config(
-        self, name: str, config: Mapping[str, str]
-    ) -> tuple[bool, ConnectorView]:
-        self._require_leader()
-        created = name not in self.configs
-        return created, self._write(name, config, self.targets.get(name, TargetState.STARTED))
-
-    async def patch_connector_config(
-        self, name: str, patch: Mapping[str, str | None]
-    ) -> ConnectorView:
-        self._require_leader()
-        merged = {k: v for k, v in {**self._config(name), **patch}.items() if v is not None}
-        return self._write(name, merged, self.targets[name])
-
-    async def delete_connector(self, name: str) -> None:
-        self._require_leader()
-        self._config(name)
-        del self.configs[name], self.targets[name], self.tasks[name]
-
-    async def restart(self, request: RestartRequest) -> None:
-        self._require_leader()
-        if request.task is None:
-            self._config(request.connector)
-        else:
-            self.task_status(ConnectorTaskId(request.connector, request.task))
-        self.restarts.append(request)
-
-    async def set_target_state(self, name: str, state: TargetState) -> None:
-        self._require_leader()
-        self._config(name)
-        self.targets[name] = state
-
-    async def alter_connector_offsets(
-        self, name: str, offsets: Mapping[int, Mapping[int, object | None]]
-    ) -> None:
-        self._require_stopped(name)
-        self.altered.append((name, offsets))
-
-    async def reset_connector_offsets(self, name: str) -> None:
-        self._require_stopped(name)
-        self.reset.append(name)
-
-    async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
-        self.logger_levels.append((namespace, level))
-
     async def leave_for_good(self, timeout_s: float) -> bool:
         self.leave_timeouts.append(timeout_s)
         if self.hand_off_refusal is not None:
             raise NoHandOff(self.hand_off_refusal)
         return self.handed_over
 
-    def _config(self, name: str) -> dict[str, str]:
-        config = self.configs.get(name)
-        if config is None:
-            raise ConnectorNotFound(name)
-        return config
-
-    def _write(self, name: str, config: Mapping[str, str], target: TargetState) -> ConnectorView:
-        if config.get("name", name) != name:
-            raise InvalidConnectorConfig("the config's name differs from the connector's")
-        if "connector.class" not in config:
-            raise InvalidConnectorConfig('Missing required configuration "connector.class"')
-        self.configs[name] = {**config, "name": name}
-        self.targets[name] = target
-        self.tasks[name] = [
-            {**config, "task.id": str(i)} for i in range(int(config.get("tasks.max", "1")))
-        ]
-        return self.connector(name)
+    async def _run_at_once(self, request: Callable[[], Awaitable[_Result]]) -> _Result:
+        if self.refusal is not None:
+            raise self.refusal
+        return await request()
 
     def _require_leader(self) -> None:
         if not self.leads:
             raise NotLeader(self.leader_url)
-
-    def _require_stopped(self, name: str) -> None:
-        self._require_leader()
-        self._config(name)
-        if self.targets[name] is not TargetState.STOPPED:
-            raise ConnectorNotStopped(name)
-        running = sorted(
-            task.task
-            for task, status in self.task_statuses.items()
-            if task.connector == name and status.state is TaskState.RUNNING
-        )
-        if running:
-            raise TasksStillRunning(name, running)

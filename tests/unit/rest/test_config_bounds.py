@@ -71,7 +71,13 @@ def test_a_config_beyond_the_bounds_is_a_400_the_herder_never_sees(
 def test_a_config_at_the_bounds_goes_through(
     client: TestClient, herder: FakeHerder, method: str, path: str, body: Body, accepted: int
 ) -> None:
+    """Stored with its `name`, the config has as many keys as it may (PATCH merges it into
+    the stored `connector.class`, `tasks.max` and `name`)."""
     herder.add("big", target=TargetState.STOPPED)
-    config = {**padded(MAX_CONFIG_KEYS - 1), "transform.sql": "é" * (MAX_CONFIG_TEXT_BYTES // 2)}
+    config = {
+        **padded(MAX_CONFIG_KEYS - 3),
+        "tasks.max": "1",
+        "transform.sql": "é" * (MAX_CONFIG_TEXT_BYTES // 2),
+    }
     answer = client.request(method, path, json=body(config))
     assert answer.status_code == accepted, answer.text

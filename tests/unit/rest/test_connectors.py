@@ -165,10 +165,7 @@ def test_a_follower_that_knows_no_leader_refuses_a_write_with_409(
 def test_a_request_the_herder_could_not_serve_is_refused_with_its_reason(
     client: TestClient, herder: FakeHerder, refusal: HerderError, status: int
 ) -> None:
-    async def refuse(*_: object) -> None:
-        raise refusal
-
-    herder.create_connector = refuse  # type: ignore[assignment,method-assign]
+    herder.refusal = refusal
     answer = client.post("/connectors", json={"name": "gen", "config": GENERATOR})
     assert answer.status_code == status
     assert answer.json() == error(status, str(refusal))
@@ -223,15 +220,17 @@ def test_put_config_creates_with_201_then_updates_with_200(
 def test_put_config_with_another_name_answers_400(client: TestClient, herder: FakeHerder) -> None:
     answer = client.put("/connectors/gen/config", json={**GENERATOR, "name": "other"})
     assert answer.status_code == 400
-    assert answer.json() == error(400, "the config's name differs from the connector's")
+    assert answer.json() == error(
+        400,
+        "Connector name configuration (other) doesn't match connector name in the URL (gen)",
+    )
     assert herder.configs == {}
 
 
 def test_patch_config_merges_and_a_null_removes_a_key(
     client: TestClient, herder: FakeHerder
 ) -> None:
-    herder.add("gen")
-    herder.configs["gen"]["rows.per.second"] = "10"
+    herder.add("gen", extra={"rows.per.second": "10"})
     answer = client.patch(
         "/connectors/gen/config", json={"rows.per.second": None, "tasks.max": 2, "x": False}
     )

@@ -12,7 +12,7 @@ from herder.config_store import TargetState
 from protocol.messages import ConnectorTaskId
 from rest.offsets import ALTERED, RESET
 from tests.unit.rest.fake_herder import FakeHerder
-from worker.runtime.checkpoint_offsets import SourceOffset
+from worker.runtime.task_offsets import SourceOffset
 from worker.runtime.task_state import TaskState
 
 NOT_STOPPED = (

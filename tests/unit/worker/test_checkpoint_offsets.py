@@ -8,15 +8,8 @@ from pathlib import Path
 import pytest
 
 from worker.runtime.checkpoint_layout import checkpoint_query_id
-from worker.runtime.checkpoint_offsets import (
-    MAX_POSITION,
-    OffsetsError,
-    SourceOffset,
-    alter_offsets,
-    check_offset,
-    committed_offsets,
-    reset_offsets,
-)
+from worker.runtime.checkpoint_offsets import alter_offsets, committed_offsets, reset_offsets
+from worker.runtime.task_offsets import MAX_POSITION, OffsetsError, SourceOffset, check_offset
 
 METADATA = '{"batchWatermarkMs":0,"batchTimestampMs":1795423176110,"conf":{}}'
 COMMIT = 'v1\n{"nextBatchWatermarkMs":0}'

@@ -39,7 +39,7 @@ from worker.connectors.jdbc.queries import (
     spark_type,
 )
 from worker.plugins.api import ConnectorConfigError
-from worker.runtime.checkpoint_offsets import MAX_POSITION, check_offset
+from worker.runtime.task_offsets import MAX_POSITION, check_offset
 
 MODES: tuple[Mode, ...] = ("incrementing", "timestamp", "timestamp+incrementing")
 positions = st.integers(0, MAX_POSITION)

@@ -6,7 +6,7 @@ the offset of the table's own Spark source, so Spark's checkpoint holds it and K
 offsets API shows and moves it: `{"<table>": {"incrementing": 41}}`,
 `{"<table>": {"timestamp_us": 1700000000000000, "incrementing": 41}}`, or
 `{"<table>": {}}` before the first row. Offsets hold integers from 0 to 2^63-1 only
-(`worker.runtime.checkpoint_offsets.check_offset`), which is why the connector reads no row whose
+(`worker.runtime.task_offsets.check_offset`), which is why the connector reads no row whose
 incrementing value is negative or whose timestamp is before 1970: its mark could not be
 kept.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final, Literal
 
-from worker.runtime.checkpoint_offsets import MAX_POSITION
+from worker.runtime.task_offsets import MAX_POSITION
 
 Mode = Literal["incrementing", "timestamp", "timestamp+incrementing"]
 INCREMENTING: Final = "incrementing"
