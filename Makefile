@@ -64,6 +64,8 @@ typecheck: setup
 # unit and simulation test) two at a time, then the rest one at a time, as their timing and
 # short sessions need the machine.
 test: docs lint typecheck chromium jvm-tools postgresql
+	$(BIN)/python -m tests.bench.protocol_sizes
+	$(BIN)/python -m tests.bench.assignor_bench --quick
 	$(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile -m 'parallel or not integration'
 	$(BIN)/python -m pytest -q --durations=25 -m 'integration and not parallel'
 

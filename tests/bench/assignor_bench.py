@@ -1,6 +1,6 @@
 """Assignor benchmark: computation time at scale, and what rebalancing costs a running group.
 
-    .venv/bin/python tests/bench/assignor_bench.py [--quick]
+    .venv/bin/python -m tests.bench.assignor_bench [--quick]
 
 1. Time of one assignment round for 10/100/1000 workers x 1k/10k/100k tasks (10 tasks per
    connector): the first round (everything new), and the round after one more worker
@@ -15,13 +15,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from statistics import median
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from herder.assignor import (
     Assignor,

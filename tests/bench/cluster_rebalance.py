@@ -8,22 +8,19 @@ worker (and, after the join, until the work is balanced), how many running tasks
 stopped, and the total task downtime: the seconds, summed over tasks, in which the status
 topic did not show the task RUNNING on a live worker.
 
-    python tests/bench/cluster_rebalance.py            # 3 workers, 30 tasks
-    python tests/bench/cluster_rebalance.py --quick    # 6 tasks, short delay (CI-sized)
+    python -m tests.bench.cluster_rebalance            # 3 workers, 30 tasks
+    python -m tests.bench.cluster_rebalance --quick    # 6 tasks, short delay (CI-sized)
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.support.cluster import Cluster, TaskView, generator_config, spread
 from tests.support.polling import wait_until

@@ -20,8 +20,8 @@ Each path writes the same rows (a long key, two strings, a decimal, a timestamp,
 boolean) into a fresh table; the figure is the median wall time over the repeats, after
 one warm-up run of each. Prints one line per path and a JSON line last.
 
-    python tests/bench/jdbc_sink_write_path.py                  # 200,000 rows, 3 repeats
-    python tests/bench/jdbc_sink_write_path.py --rows 50000 --repeats 1
+    python -m tests.bench.jdbc_sink_write_path                  # 200,000 rows, 3 repeats
+    python -m tests.bench.jdbc_sink_write_path --rows 50000 --repeats 1
 """
 
 from __future__ import annotations
@@ -32,13 +32,9 @@ import io
 import json
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import psycopg2
 from pyarrow import csv

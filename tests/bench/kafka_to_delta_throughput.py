@@ -16,9 +16,9 @@ a slow spell of the shared machine does not land on one side only, and each repe
 pair is also compared on its own. Target: the worker's median rows/s at least 0.95 of
 the direct job's.
 
-    python tests/bench/kafka_to_delta_throughput.py            # 200,000 records, 3 repeats
-    python tests/bench/kafka_to_delta_throughput.py --records 1000000 --repeats 5
-    python tests/bench/kafka_to_delta_throughput.py --quick    # 20,000 records, 3 repeats
+    python -m tests.bench.kafka_to_delta_throughput            # 200,000 records, 3 repeats
+    python -m tests.bench.kafka_to_delta_throughput --records 1000000 --repeats 5
+    python -m tests.bench.kafka_to_delta_throughput --quick    # 20,000 records, 3 repeats
 """
 
 from __future__ import annotations
@@ -26,14 +26,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from aiokafka import TopicPartition
 from deltalake import DeltaTable

@@ -14,22 +14,19 @@ worker's figures include everything it does around a running query (herder,
 heartbeats, REST, claim checks, the task's restart). Target: the worker reaches at
 least 0.9 of the direct rows/s with the same source.
 
-    python tests/bench/kafka_to_files_throughput.py            # 400,000 records
-    python tests/bench/kafka_to_files_throughput.py --records 2000000
-    python tests/bench/kafka_to_files_throughput.py --quick    # 40,000 records
+    python -m tests.bench.kafka_to_files_throughput            # 400,000 records
+    python -m tests.bench.kafka_to_files_throughput --records 2000000
+    python -m tests.bench.kafka_to_files_throughput --quick    # 40,000 records
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import pyarrow.parquet as pq
 from aiokafka import TopicPartition

@@ -9,7 +9,7 @@ connector c runs on worker c % 100. Two naming schemes as people write them are 
 the worse decides; random names show the floor of the format: every payload must carry the
 names it mentions, and 12 random letters are ~7 bytes of entropy that nothing can compress.
 
-Run: .venv/bin/python tests/bench/protocol_sizes.py   (exit status 1 when over the limit)
+Run: .venv/bin/python -m tests.bench.protocol_sizes   (exit status 1 when over the limit)
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from protocol.codec import encode_assignment, encode_subscription
 from protocol.messages import (

@@ -8,8 +8,8 @@ that runs tasks. Three cases: first starts while more and more queries run, rest
 a task from its checkpoint, and a restart of every running task at once (a worker that
 gets a batch of tasks in one round).
 
-    python tests/bench/task_start_latency.py            # 12 tasks, 10 restarts
-    python tests/bench/task_start_latency.py --quick    # 4 tasks, 4 restarts
+    python -m tests.bench.task_start_latency            # 12 tasks, 10 restarts
+    python -m tests.bench.task_start_latency --quick    # 4 tasks, 4 restarts
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from protocol.messages import ConnectorTaskId
 from tests.support.cluster import generator_config

@@ -36,8 +36,8 @@ not land on one only; each figure is printed per run and as median and range.
   `kafka-to-iceberg` with one task: one Spark query reads all 4 partitions on both
   cores (two tasks would be two writers committing to one Hadoop table).
 
-    python tests/bench/versus_iceberg_kafka_connect.py            # 1,000,000 records
-    python tests/bench/versus_iceberg_kafka_connect.py --quick    # 100,000, 2 repeats
+    python -m tests.bench.versus_iceberg_kafka_connect            # 1,000,000 records
+    python -m tests.bench.versus_iceberg_kafka_connect --quick    # 100,000, 2 repeats
 
 The last line printed is one JSON object `{"connect": {...}, "sparkherd": {...}}`, each
 with the medians of the runs that finished `rows_per_s`, `commit_latency_p50_s`,
@@ -48,7 +48,6 @@ once) and `failed_runs` (a task FAILED, or the table gained no row for 120 s).
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -58,8 +57,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sparkherd.broker.kafka_kraft import KAFKA_VERSION
 from tests.support.iceberg_kafka_connect import (

@@ -42,8 +42,8 @@ between), so no replay after it rewrites a backlog value over a newer one.
   `tasks.max` = `--sparkherd-tasks` (default 1: one Spark query over the 4 partitions on
   both cores), `trigger.interval.ms` its default (1 s).
 
-    python tests/bench/versus_jdbc_sink.py            # 500,000 records over 50,000 ids
-    python tests/bench/versus_jdbc_sink.py --quick    # 50,000 over 5,000, 2 repeats
+    python -m tests.bench.versus_jdbc_sink            # 500,000 records over 50,000 ids
+    python -m tests.bench.versus_jdbc_sink --quick    # 50,000 over 5,000, 2 repeats
 
 The last line printed is one JSON object `{"connect": {...}, "sparkherd": {...}}`, each
 with the medians of the runs that finished `rows_per_s`, `latency_p50_s`,
@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -65,8 +64,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import psycopg2
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sparkherd.broker.kafka_kraft import KAFKA_VERSION
 from tests.support import versus_bench as versus

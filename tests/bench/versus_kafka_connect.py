@@ -29,8 +29,8 @@ live worker with at most one task more on one worker than another. Before the bo
 the REST differential (`tests/support/rest_script.py`) runs on a Connect and a sparkherd
 worker; its mismatches close the report.
 
-    python tests/bench/versus_kafka_connect.py            # 3 workers, 6 tasks, 60 s delay
-    python tests/bench/versus_kafka_connect.py --quick    # 3 workers, 6 tasks, 10 s delay
+    python -m tests.bench.versus_kafka_connect            # 3 workers, 6 tasks, 60 s delay
+    python -m tests.bench.versus_kafka_connect --quick    # 3 workers, 6 tasks, 10 s delay
 
 The last line printed is one JSON object: `{"connect": {...}, "connect_eager": {...},
 "sparkherd": {...}, "rest_mismatches": [...]}`, each system with
@@ -46,7 +46,6 @@ import json
 import os
 import platform
 import re
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -56,8 +55,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sparkherd.broker.kafka_kraft import KAFKA_VERSION
 from tests.support.bounce import (
