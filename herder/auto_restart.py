@@ -33,17 +33,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
 from pydantic import ValidationError
 
 from protocol.messages import ConnectorTaskId
-from worker.plugins.registry import AutoRestartSettings
-from worker.runtime.checkpoint_fingerprint import NOT_FIT_MARK
-from worker.runtime.task_state import TaskState
-
-if TYPE_CHECKING:
-    from worker.config.model import WorkerConfig
+from worker.plugins.auto_restart_settings import AutoRestartSettings
+from worker.runtime.task_state import FENCED_MARK, NOT_FIT_MARK, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +47,6 @@ _T = TypeVar("_T")
 
 Item = str | ConnectorTaskId
 """A connector (by name) or a task."""
-
-FENCED_MARK: Final = " was fenced: it is now claimed by "
-"""What the trace of a task fenced by another worker's claim says
-(`worker.runtime.spark_task_runtime.TaskFencedError`)."""
 
 UNFIT_CHECKPOINT_MARKS: Final = (NOT_FIT_MARK, "BATCH_METADATA_NOT_FOUND")
 """What the trace of a task says when its checkpoint does not fit its config: sparkherd's
@@ -74,15 +66,6 @@ class RestartPolicy:
     max_attempts: int = 5
     initial_backoff_ms: int = 5_000
     max_backoff_ms: int = 60_000
-
-    @classmethod
-    def of_worker(cls, config: WorkerConfig) -> RestartPolicy:
-        return cls(
-            enabled=config.auto_restart_enabled,
-            max_attempts=config.auto_restart_max_attempts,
-            initial_backoff_ms=config.auto_restart_initial_backoff_ms,
-            max_backoff_ms=config.auto_restart_max_backoff_ms,
-        )
 
     def for_connector(self, config: Mapping[str, str]) -> RestartPolicy:
         """This policy with a connector config's own `auto.restart.*` keys applied.

@@ -114,6 +114,16 @@ def _spark_packages(config: WorkerConfig) -> Callable[[], list[Path]] | None:
     return (lambda: spark_package_jars(packages, os.environ)) if packages else None
 
 
+def restart_policy(config: WorkerConfig) -> RestartPolicy:
+    """The worker's `auto.restart.*`, as the herder applies them."""
+    return RestartPolicy(
+        enabled=config.auto_restart_enabled,
+        max_attempts=config.auto_restart_max_attempts,
+        initial_backoff_ms=config.auto_restart_initial_backoff_ms,
+        max_backoff_ms=config.auto_restart_max_backoff_ms,
+    )
+
+
 class WorkerService:
     """Builds the worker's parts from its config and runs them until asked to stop."""
 
@@ -298,7 +308,7 @@ def _herder_for(
         runtime,
         plugins,
         prepare_topics=partial(ensure_compacted_topics, servers, topics, security),
-        auto_restart=RestartPolicy.of_worker(config),
+        auto_restart=restart_policy(config),
         set_logger_level=logger_levels.set_level,
     )
 

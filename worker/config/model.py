@@ -55,7 +55,7 @@ from worker.kafka.security import (
     client_security,
     security_settings,
 )
-from worker.plugins.registry import MIN_BACKOFF_MS
+from worker.plugins.auto_restart_settings import MIN_BACKOFF_MS
 from worker.records.converters.spec import worker_converter_problems
 
 

@@ -26,11 +26,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from worker.runtime.task_state import NOT_FIT_MARK
+
 FINGERPRINT_FILE: Final = "sparkherd-made-for.json"
 """In a task's checkpoint directory, beside Spark's own files (which Spark ignores)."""
-NOT_FIT_MARK: Final = "checkpoint was made for another "
-"""What the failure of a task whose checkpoint does not fit its config says
-(`CheckpointNotFit`); the herder reads it to leave the task alone."""
 
 
 class CheckpointNotFit(RuntimeError):

@@ -42,7 +42,7 @@ from worker.runtime.task_claims import Claim, claim, is_released
 from worker.runtime.task_error_totals import TaskErrorTotals, read_error_totals
 from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress, batch_id, fold_progress, needs_window
-from worker.runtime.task_state import StartupCounts, TaskState, TaskStatus
+from worker.runtime.task_state import FENCED_MARK, StartupCounts, TaskState, TaskStatus
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -133,7 +133,7 @@ class TaskFencedError(RuntimeError):
     """Another worker claimed the task after this worker did."""
 
     def __init__(self, task_id: ConnectorTaskId, holder: str) -> None:
-        super().__init__(f"Task {task_id} was fenced: it is now claimed by {holder}")
+        super().__init__(f"Task {task_id}{FENCED_MARK}{holder}")
 
 
 @dataclass(frozen=True)

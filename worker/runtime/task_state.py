@@ -1,13 +1,22 @@
 """Task states as a worker sees them, named as Kafka Connect names them.
 
 Kept apart from the Spark runtime so the herder and the REST layer can speak of states
-without importing PySpark.
+without importing PySpark; with them, what a FAILED task's trace says that the herder
+acts on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
+
+FENCED_MARK: Final = " was fenced: it is now claimed by "
+"""What the trace of a task fenced by another worker's claim says; the herder reads it
+to leave the task to its new owner."""
+NOT_FIT_MARK: Final = "checkpoint was made for another "
+"""What the failure of a task whose checkpoint does not fit its config says; the herder
+reads it to leave the task alone (a restart would fail the same way)."""
 
 
 class TaskState(StrEnum):

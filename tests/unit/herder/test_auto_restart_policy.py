@@ -9,6 +9,7 @@ import pytest
 
 from herder.auto_restart import Outcome, RestartPolicy, RestartTracker, is_fenced
 from protocol.messages import ConnectorTaskId
+from sparkherd.service import restart_policy
 from tests.support.plugins import plugins_for
 from worker.config import WorkerConfig
 from worker.config.errors import ConfigError
@@ -185,7 +186,7 @@ def test_a_connector_overrides_the_worker_policy_key_by_key() -> None:
 
 
 def test_the_worker_settings_default_to_on_five_seconds_doubling_to_a_minute_five_times() -> None:
-    assert RestartPolicy.of_worker(WorkerConfig()) == RestartPolicy(
+    assert restart_policy(WorkerConfig()) == RestartPolicy(
         enabled=True, max_attempts=5, initial_backoff_ms=5_000, max_backoff_ms=60_000
     )
     set_ = WorkerConfig(
@@ -196,7 +197,7 @@ def test_the_worker_settings_default_to_on_five_seconds_doubling_to_a_minute_fiv
             "auto.restart.max.backoff.ms": "400",
         }
     )
-    assert RestartPolicy.of_worker(set_) == RestartPolicy(False, 2, 100, 400)
+    assert restart_policy(set_) == RestartPolicy(False, 2, 100, 400)
 
 
 @pytest.mark.parametrize(
