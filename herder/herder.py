@@ -35,7 +35,7 @@ from herder.views import ClusterView, WorkerState
 from herder.work import LocalWork
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from protocol.versions import LEAVING_FLAG_VERSION
-from worker.runtime.task_state import TaskState
+from worker.runtime.task_state import TaskState, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -225,9 +225,9 @@ class DistributedHerder:
 
     # -- what REST asks ----------------------------------------------------------------------
 
-    def on_task_state(self, task: ConnectorTaskId, state: TaskState, trace: str | None) -> None:
+    def on_task_state(self, task: ConnectorTaskId, status: TaskStatus) -> None:
         """The runtime's callback; must be called on the herder's event loop."""
-        self._work.on_task_state(task, state, trace)
+        self._work.on_task_state(task, status)
 
     def cluster_view(self) -> ClusterView:
         workers = {self.worker_id: EMPTY_ALLOCATION, **self.statuses.owners()}

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from protocol.messages import ConnectorTaskId
 from worker.runtime.task_offsets import SourceOffset
+from worker.runtime.task_state import TaskStatus
 
 
 class TaskOffsets(Protocol):
@@ -63,6 +64,11 @@ class TaskRuntime(TaskOffsets, Protocol):
 
     def held(self) -> set[ConnectorTaskId]:
         """Every task started and not yet stopped, whatever its state."""
+        ...
+
+    def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
+        """A held task's status, which lives here: the herder publishes what the runtime's
+        callback tells it and asks this, never its own copy. None when not held."""
         ...
 
 

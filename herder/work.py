@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from functools import partial
 
 from herder.auto_restart import RestartPolicy, RestartTracker, is_fenced
@@ -21,7 +20,7 @@ from herder.restart_timer import RestartTimer, Submit
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
-from worker.runtime.task_state import StartupCounts, TaskState
+from worker.runtime.task_state import StartupCounts, TaskState, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +32,13 @@ CONNECTOR_STATE = {
 
 
 class LocalWork:
-    """What this worker owns, and the statuses it reports for it.
+    """What this worker owns, and the statuses it reports for it: a held task's own
+    (RUNNING, FAILED) as its runtime tells them, and what this worker decides (PAUSED,
+    RESTARTING, UNASSIGNED, a connector's state). It keeps no copy of them: the runtime
+    holds a task's, the status topic the cluster's.
 
-    `generation` tells the generation a status happened in; `clock` the time a task
-    started running. What fails is restarted automatically as `restart_policy` (the
+    `generation` tells the generation a status happened in; `clock` times automatic
+    restarts. What fails is restarted automatically as `restart_policy` (the
     worker's `auto.restart.*`, which a connector's own keys override) says, by the group
     loop: `submit` queues work for it (`RequestQueue.submit`).
     """
@@ -60,7 +62,6 @@ class LocalWork:
         self._configs = configs
         self._statuses = statuses
         self._generation = generation
-        self._clock = clock
         self.owned: Allocation = EMPTY_ALLOCATION
         self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
         self._connector_targets: dict[str, TargetState] = {}
@@ -220,8 +221,8 @@ class LocalWork:
                 self.restarts.forget(request.connector)
                 self._restart_connector(request.connector, snapshot)
         for task in sorted(self.owned.tasks):
-            failed = self._failed_here(self._statuses.task(task))
-            if request.covers_task(task, failed):
+            held = self._runtime.task_status(task)
+            if request.covers_task(task, held is not None and held.state is TaskState.FAILED):
                 self.restarts.forget(task)
                 await self._restart_task(task, snapshot)
 
@@ -273,6 +274,8 @@ class LocalWork:
                 await self._start_task(task, snapshot)
 
     def _failed_here(self, status: Status | None) -> bool:
+        """Of a connector: whether this worker reported it FAILED (a task's state is its
+        runtime's, `TaskRuntime.task_status`)."""
         return (
             status is not None
             and status.state is TaskState.FAILED
@@ -293,15 +296,20 @@ class LocalWork:
             if status is not None and status.state is not TaskState.UNASSIGNED:
                 self._report(connector, TaskState.UNASSIGNED)
 
-    def on_task_state(self, task: ConnectorTaskId, state: TaskState, trace: str | None) -> None:
-        """The runtime's callback; must be called on the herder's event loop."""
+    def on_task_state(self, task: ConnectorTaskId, status: TaskStatus) -> None:
+        """The runtime's callback; must be called on the herder's event loop. The status is
+        published as the runtime gives it (the time a query started is the runtime's)."""
         if task in self.owned.tasks:
-            self._report(task, state, trace)
-            if state is TaskState.FAILED and is_fenced(trace):
+            self._report(task, status.state, status.trace, status.started_at)
+            if status.state is TaskState.FAILED and is_fenced(status.trace):
                 self.claimed_elsewhere.set()
 
     def _report(
-        self, item: str | ConnectorTaskId, state: TaskState, trace: str | None = None
+        self,
+        item: str | ConnectorTaskId,
+        state: TaskState,
+        trace: str | None = None,
+        started_at: str | None = None,
     ) -> None:
         """Queue a status write, unless the connector was deleted (its statuses are gone).
 
@@ -320,11 +328,6 @@ class LocalWork:
             self._restart_timer.arm(self.restarts.next_due_in())
         else:
             self.restarts.reported(item, state)
-        started_at = None
-        if isinstance(item, ConnectorTaskId) and state is TaskState.RUNNING:
-            started_at = datetime.fromtimestamp(self._clock(), UTC).isoformat(
-                timespec="milliseconds"
-            )
         status = Status(state, self._worker_id, self._generation(), trace, started_at)
         self._status_writes.put_nowait((item, status))
 

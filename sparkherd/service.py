@@ -165,9 +165,7 @@ class WorkerService:
             checkpoint_root=config.checkpoint_root,
             worker_id=config.worker_id,
             shutdown_timeout_ms=config.task_shutdown_graceful_timeout_ms,
-            on_state_change=lambda task, state, trace: self.herder.on_task_state(
-                task, state, trace
-            ),
+            on_state_change=lambda task, status: self.herder.on_task_state(task, status),
             topic_creation_enabled=config.topic_creation_enable,
         )
         self._logger_levels = LoggerLevels()

@@ -23,17 +23,17 @@ from worker.connectors.files.file_sink import start_file_sink
 from worker.connectors.generator import GeneratorConnector
 from worker.plugins.api import Connector, Task, TaskContext, parse_config
 from worker.plugins.registry import PluginRegistry
-from worker.runtime import spark_task_runtime, spark_warm_up
-from worker.runtime.spark_session import SparkSessionProvider
-from worker.runtime.spark_task_runtime import (
-    SparkTaskRuntime,
+from worker.runtime import spark_queries, spark_task_runtime, spark_warm_up
+from worker.runtime.spark_queries import (
     job_tag,
     last_progress,
     recent_progress,
     stop_between_batches,
 )
+from worker.runtime.spark_session import SparkSessionProvider
+from worker.runtime.spark_task_runtime import SparkTaskRuntime
 from worker.runtime.task_claims import claim
-from worker.runtime.task_state import TaskState
+from worker.runtime.task_state import TaskState, TaskStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,8 +97,8 @@ class StateLog:
     def __init__(self) -> None:
         self.changes: list[tuple[ConnectorTaskId, TaskState, str | None]] = []
 
-    def __call__(self, task_id: ConnectorTaskId, state: TaskState, trace: str | None) -> None:
-        self.changes.append((task_id, state, trace))
+    def __call__(self, task_id: ConnectorTaskId, status: TaskStatus) -> None:
+        self.changes.append((task_id, status.state, status.trace))
 
     def states_of(self, task_id: ConnectorTaskId) -> list[TaskState]:
         return [state for t, state, _ in self.changes if t == task_id]
@@ -608,8 +608,8 @@ class HeldLook:
         self._answer = threading.Event()
         self._condition: Callable[[], bool] = lambda: True
         self._then_s = 0.0
-        self._real = spark_task_runtime._progress
-        monkeypatch.setattr(spark_task_runtime, "_progress", self._look)
+        self._real = spark_queries.query_progress
+        monkeypatch.setattr(spark_task_runtime, "query_progress", self._look)
 
     def answer_after(self, condition: Callable[[], bool], then_s: float) -> None:
         self._condition, self._then_s = condition, then_s

@@ -15,223 +15,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
 from protocol.messages import ConnectorTaskId
-from worker.plugins.api import TaskContext
 from worker.plugins.connector_configs import RegistryPlugins
 from worker.runtime import spark_warm_up
-from worker.runtime.checkpoint_fingerprint import fit
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
-from worker.runtime.checkpoint_offsets import newest_committed_batch
 from worker.runtime.connector_offsets import CheckpointOffsets
 from worker.runtime.daemon_thread import DaemonThread
-from worker.runtime.failure_traces import root_cause_line, with_root_cause_first
 from worker.runtime.log_setup import working_on
+from worker.runtime.spark_queries import (
+    Launched,
+    describe_failure,
+    ended_queries,
+    error_totals,
+    fenced_launches,
+    query_progress,
+    stop_and_release,
+)
 from worker.runtime.spark_session import SparkSessionProvider
-from worker.runtime.task_claims import Claim, claim, is_released
-from worker.runtime.task_error_totals import TaskErrorTotals, read_error_totals
+from worker.runtime.task_claims import is_released
+from worker.runtime.task_error_totals import TaskErrorTotals
 from worker.runtime.task_errors import BatchErrors
-from worker.runtime.task_progress import TaskProgress, batch_id, fold_progress, needs_window
-from worker.runtime.task_state import FENCED_MARK, StartupCounts, TaskState, TaskStatus
+from worker.runtime.task_launch import TaskLauncher
+from worker.runtime.task_progress import TaskProgress
+from worker.runtime.task_state import StartupCounts, StateListener, TaskState, TaskStatus
 
-if TYPE_CHECKING:
-    from pyspark.sql.streaming import StreamingQuery
-
-__all__ = ["SparkTaskRuntime", "StateListener", "TaskState", "TaskStatus", "describe_failure"]
-
-SCHEDULER_POOL_PROPERTY: Final = "spark.scheduler.pool"
 MONITOR_INTERVAL_S: Final = 1.0
 RELEASE_POLL_S: Final = 0.05
 MONITOR_DRAIN_S: Final = 5.0
-STOPPED_BY_ITSELF: Final = "The task's Spark query stopped although the worker did not stop it"
-
-StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
 
 log = logging.getLogger(__name__)
-
-
-def job_tag(task_id: ConnectorTaskId) -> str:
-    """What a task's Spark jobs are tagged with, to find (or cancel) them by task. Spark
-    refuses a tag with a comma (its separator of tags), which a connector name may hold."""
-    return f"sparkherd-task-{task_id.connector}-{task_id.task}".replace(",", "%2C")
-
-
-def stop_between_batches(query: StreamingQuery, wait_s: float, poll_s: float = 0.05) -> None:
-    """Blocking: stop the query once the batch in flight (if any) has committed, or after
-    `wait_s` anyway.
-
-    A batch cut short after its sink committed but before Spark logged the commit runs
-    again on the next start; the sinks skip it, so nothing is duplicated, but until then
-    the checkpoint's committed offsets (what GET /offsets shows) lag what the sink holds.
-    Waiting for a moment with no batch in flight instead is not enough: a query that is
-    behind starts its next batch the moment one ends, so polls rarely see that moment (a
-    hand-over waited 2.6 s and cut a batch all the same). The batch that begins as the
-    awaited one ends is cut: only planned, it runs again on the next start with the same
-    offsets and timestamp.
-    """
-    deadline = time.monotonic() + wait_s
-    if query.isActive and query.status["isTriggerActive"]:
-        in_flight = _last_batch_id(query) + 1
-        while (
-            query.isActive
-            and query.status["isTriggerActive"]
-            and _last_batch_id(query) < in_flight
-            and time.monotonic() < deadline
-        ):
-            time.sleep(poll_s)
-    query.stop()
-
-
-def _last_batch_id(query: StreamingQuery) -> int:
-    """The id of the query's last completed batch (-1: none yet)."""
-    progress = last_progress(query)
-    return -1 if progress is None else batch_id(progress)
-
-
-def last_progress(query: StreamingQuery) -> dict[str, Any] | None:
-    """The query's newest batch progress, as Spark's own JSON of it.
-
-    One py4j call and a parse: PySpark's `lastProgress` builds its object with dozens of
-    calls, walking Java collections whose every end is a Java exception that PySpark
-    converts with more calls, and under load a monitor's look hung 30-45 s in such a
-    conversion."""
-    progress = query._jsq.lastProgress()
-    return None if progress is None else _parsed(progress.json())
-
-
-def recent_progress(query: StreamingQuery) -> list[dict[str, Any]]:
-    """The progress of the query's recent batches, oldest first, as `last_progress`."""
-    progresses = query._jsq.recentProgress()
-    return [_parsed(progresses[i].json()) for i in range(len(progresses))]
-
-
-def _parsed(text: str) -> dict[str, Any]:
-    parsed = json.loads(text)
-    if not isinstance(parsed, dict):
-        raise ValueError(f"a query progress that is no JSON object: {text[:100]}")
-    return parsed
-
-
-def describe_failure(error: BaseException) -> str:
-    """The trace of a failure, led by its root cause (`worker.runtime.failure_traces`); a Spark
-    error's message carries the JVM stack trace too."""
-    trace = "".join(traceback.format_exception(error)).rstrip()
-    return with_root_cause_first(root_cause_line(error), trace)
-
-
-class TaskFencedError(RuntimeError):
-    """Another worker claimed the task after this worker did."""
-
-    def __init__(self, task_id: ConnectorTaskId, holder: str) -> None:
-        super().__init__(f"Task {task_id}{FENCED_MARK}{holder}")
-
-
-@dataclass(frozen=True)
-class _Launched:
-    query: StreamingQuery
-    claim: Claim
-
-
-def _lost_to_others(
-    launches: Mapping[ConnectorTaskId, asyncio.Future[_Launched]],
-) -> set[ConnectorTaskId]:
-    """Blocking: of the finished launches, those fenced at start or since."""
-    lost = set()
-    for task_id, launch in launches.items():
-        if launch.cancelled():
-            continue
-        error = launch.exception()
-        if isinstance(error, TaskFencedError) or (
-            error is None and launch.result().claim.fenced_by() is not None
-        ):
-            lost.add(task_id)
-    return lost
-
-
-def stop_and_release(launched: _Launched, wait_s: float) -> None:
-    """Blocking: stop the query (`stop_between_batches`), then release its claim, so the
-    task's next owner may start it at once."""
-    stop_between_batches(launched.query, wait_s)
-    launched.claim.release()
-
-
-def _ended(
-    launches: Mapping[ConnectorTaskId, _Launched], watched: Callable[[ConnectorTaskId], bool]
-) -> dict[ConnectorTaskId, tuple[str, bool]]:
-    """Blocking: the queries that are no longer active or no longer ours, with why and
-    whether they were fenced; of the tasks still `watched` only (a stopping query is left
-    alone: a look at one answered only after 30-45 s).
-
-    A fenced query is stopped here, before anything else of this round can run it.
-    """
-    ended: dict[ConnectorTaskId, tuple[str, bool]] = {}
-    for task_id, launched in launches.items():
-        if not watched(task_id):
-            continue
-        holder = launched.claim.fenced_by()
-        if holder is not None:
-            launched.query.stop()
-            ended[task_id] = (str(TaskFencedError(task_id, holder)), True)
-        elif not launched.query.isActive:
-            error = launched.query.exception()
-            trace = describe_failure(error) if error is not None else STOPPED_BY_ITSELF
-            ended[task_id] = (trace, False)
-    return ended
-
-
-def _progress(
-    launches: Mapping[ConnectorTaskId, _Launched],
-    seen: Mapping[ConnectorTaskId, TaskProgress],
-    watched: Callable[[ConnectorTaskId], bool],
-    checkpoint_root: Path,
-) -> dict[ConnectorTaskId, TaskProgress]:
-    """Blocking: each query's progress folded in since the last look, of the tasks still
-    `watched`. Spark keeps the recent batches too, read only when the newest shows that
-    some may be uncounted. The commit log is read after the reports, so it holds every
-    batch whose report they hold (Spark reports a batch once it has committed it)."""
-    found: dict[ConnectorTaskId, TaskProgress] = {}
-    for task_id, launched in launches.items():
-        if not watched(task_id):
-            continue
-        before = seen.get(task_id)
-        newest = last_progress(launched.query)
-        if newest is None:
-            continue
-        window = recent_progress(launched.query) if needs_window(before, newest) else [newest]
-        checkpoint = checkpoint_dir_for(checkpoint_root, task_id.connector, task_id.task)
-        progress = fold_progress(before, window, newest_committed_batch(checkpoint))
-        if progress is not None:
-            found[task_id] = progress
-    return found
-
-
-def _error_totals(
-    tasks: list[ConnectorTaskId],
-    seen: Mapping[ConnectorTaskId, TaskErrorTotals],
-    watched: Callable[[ConnectorTaskId], bool],
-    checkpoint_root: Path,
-) -> dict[ConnectorTaskId, TaskErrorTotals]:
-    """Blocking: each task's error totals advanced to its checkpoint's newest committed
-    batch (`worker.runtime.task_error_totals`), of the tasks still `watched`; a task not seen
-    yet starts from everything its checkpoint committed."""
-    found: dict[ConnectorTaskId, TaskErrorTotals] = {}
-    for task_id in tasks:
-        if not watched(task_id):
-            continue
-        checkpoint = checkpoint_dir_for(checkpoint_root, task_id.connector, task_id.task)
-        before = seen.get(task_id, TaskErrorTotals())
-        found[task_id] = read_error_totals(checkpoint, before, newest_committed_batch(checkpoint))
-    return found
 
 
 @dataclass
@@ -239,7 +60,7 @@ class _TaskRun:
     """One start of one task: its status, and the launch that yields its query."""
 
     status: TaskStatus
-    launch: asyncio.Future[_Launched]
+    launch: asyncio.Future[Launched]
     configs: tuple[Mapping[str, str], ...]
     """The connector's and the task's configs as stored: the secrets their placeholders
     resolve to are hidden from the task's trace."""
@@ -248,10 +69,13 @@ class _TaskRun:
 
 class SparkTaskRuntime(CheckpointOffsets):
     """The worker's connector tasks, each one streaming query on the shared session: what
-    the herder drives through its `herder.runtime.TaskRuntime` seam.
+    the herder drives through its `herder.runtime.TaskRuntime` seam (the offsets
+    operations of that seam are `CheckpointOffsets`').
 
-    `on_state_change` is called on the event loop whenever a task becomes RUNNING,
-    FAILED, or UNASSIGNED (stopped and forgotten), so the herder can publish statuses.
+    The runtime is where a held task's status lives (`task_status`): only it sees a query
+    start, fail or die. `on_state_change` is called on the event loop with each new status
+    (RUNNING, FAILED, or UNASSIGNED once stopped and forgotten); the herder publishes it
+    as given.
     """
 
     def __init__(
@@ -269,11 +93,12 @@ class SparkTaskRuntime(CheckpointOffsets):
         """`topic_creation_enabled` is the worker's `topic.creation.enable`, handed to
         every task it starts (`TaskContext.topic_creation_enabled`)."""
         super().__init__(checkpoint_root)
-        self._topic_creation_enabled = topic_creation_enabled
+        self._launcher = TaskLauncher(
+            session, plugins, checkpoint_root, worker_id, topic_creation_enabled
+        )
         self._session = session
         self._plugins = plugins
         self._checkpoint_root = checkpoint_root
-        self._worker_id = worker_id
         self._shutdown_timeout_s = shutdown_timeout_ms / 1000
         self._on_state_change = on_state_change
         self._clock = clock
@@ -303,7 +128,7 @@ class SparkTaskRuntime(CheckpointOffsets):
         """Asks the claims themselves, not the monitor: a worker just thawed from a freeze
         asks this before its monitor has looked again."""
         launches = {t: run.launch for t, run in self._runs.items() if run.launch.done()}
-        return await asyncio.to_thread(_lost_to_others, launches)
+        return await asyncio.to_thread(fenced_launches, launches)
 
     async def warm_up(self) -> None:
         """Start the session and run a small job and a one-batch streaming query on it
@@ -356,7 +181,11 @@ class SparkTaskRuntime(CheckpointOffsets):
     ) -> None:
         launch = asyncio.create_task(
             asyncio.to_thread(
-                self._launch, task_id, dict(connector_config), dict(task_config), generation
+                self._launcher.launch,
+                task_id,
+                dict(connector_config),
+                dict(task_config),
+                generation,
             )
         )
         run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch, (connector_config, task_config))
@@ -379,64 +208,6 @@ class SparkTaskRuntime(CheckpointOffsets):
             )
             self._change(task_id, run, TaskStatus(TaskState.RUNNING, started_at=started_at))
             self._ensure_monitor()
-
-    def _launch(
-        self,
-        task_id: ConnectorTaskId,
-        connector_config: Mapping[str, str],
-        task_config: Mapping[str, str],
-        generation: int,
-    ) -> _Launched:
-        """Blocking: claim the task, then start its query in the task's own FAIR pool,
-        its jobs tagged with the task (`job_tag`).
-
-        The query's execution thread inherits this thread's local properties when it is
-        created, so pool and tag are set only around `start` and cleared for whatever
-        this pooled thread runs next. Spark itself runs each query's jobs in a job group
-        of their own (the query's run id), so stopping one task cancels only its jobs.
-        A claim overtaken while the query started means another worker started it too:
-        this one stops again at once. The configs arrive as stored; their `${...}`
-        placeholders are resolved only here, so a secret lives in this task alone, and
-        their locations are put in the normal form the checks judged, so the task hands
-        Spark that form and not the text (a location the rules refuse fails the task).
-        """
-        resolved, validated = self._plugins.validated(connector_config)
-        connector = type(validated.connector)
-        connector_config = self._plugins.placed(connector, connector_config, resolved)
-        task_config = self._plugins.placed(
-            connector, task_config, self._plugins.resolve(task_config)
-        )
-        task = validated.connector.create_task()
-        checkpoint_dir = checkpoint_dir_for(self._checkpoint_root, task_id.connector, task_id.task)
-        made_for = self._plugins.checkpoint_fingerprint(connector_config)
-        spark = self._session.get()
-        owned = claim(checkpoint_dir, self._worker_id, generation)
-        context = TaskContext(
-            connector=task_id.connector,
-            task=task_id.task,
-            connector_config=connector_config,
-            task_config=task_config,
-            checkpoint_dir=checkpoint_dir,
-            claim=owned,
-            topic_creation_enabled=self._topic_creation_enabled,
-        )
-        spark_context = spark.sparkContext
-        spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))
-        spark_context.addJobTag(job_tag(task_id))
-        try:
-            fit(task_id.connector, task_id.task, checkpoint_dir, made_for)
-            query = task.start(spark, context)
-        except BaseException:
-            owned.release()
-            raise
-        finally:
-            spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, None)
-            spark_context.clearJobTags()
-        holder = owned.fenced_by()
-        if holder is not None:
-            query.stop()
-            raise TaskFencedError(task_id, holder)
-        return _Launched(query, owned)
 
     async def await_release(self, task_id: ConnectorTaskId) -> bool:
         """Until the task's newest claim is released (`worker.runtime.task_claims`): its previous
@@ -481,7 +252,7 @@ class SparkTaskRuntime(CheckpointOffsets):
                 self._shutdown_timeout_s * 1000,
             )
         log.info("Task %s stopped", task_id)
-        self._notify(task_id, TaskState.UNASSIGNED, None)
+        self._notify(task_id, TaskStatus(TaskState.UNASSIGNED))
 
     async def _halt(self, task_id: ConnectorTaskId, run: _TaskRun) -> None:
         try:
@@ -533,7 +304,9 @@ class SparkTaskRuntime(CheckpointOffsets):
                 }
                 launches = {t: run.launch.result() for t, run in watched.items()}
                 try:
-                    dead = await self._monitor_thread.call(partial(_ended, launches, self._watched))
+                    dead = await self._monitor_thread.call(
+                        partial(ended_queries, launches, self._watched)
+                    )
                 except Exception:
                     log.exception("Could not check the tasks' Spark queries; will retry")
                     continue
@@ -557,20 +330,20 @@ class SparkTaskRuntime(CheckpointOffsets):
         run = self._runs.get(task_id)
         return run is not None and not run.stopping
 
-    async def _look_at_progress(self, launches: Mapping[ConnectorTaskId, _Launched]) -> None:
+    async def _look_at_progress(self, launches: Mapping[ConnectorTaskId, Launched]) -> None:
         """A query stopping meanwhile may fail the look; its progress no longer matters.
         The error totals are read from the checkpoint, not asked of Spark, so a failed
         look at Spark does not hold them back."""
         try:
             look = partial(
-                _progress, launches, dict(self._progress), self._watched, self._checkpoint_root
+                query_progress, launches, dict(self._progress), self._watched, self._checkpoint_root
             )
             self._progress.update(await self._monitor_thread.call(look))
         except Exception as exc:
             log.debug("Could not read the tasks' progress: %s", exc)
         try:
             count = partial(
-                _error_totals,
+                error_totals,
                 list(launches),
                 dict(self._errors),
                 self._watched,
@@ -587,11 +360,11 @@ class SparkTaskRuntime(CheckpointOffsets):
         run.status = status
         if status.state is TaskState.FAILED:
             log.error("Task %s failed:\n%s", task_id, status.trace)
-        self._notify(task_id, status.state, status.trace)
+        self._notify(task_id, status)
 
-    def _notify(self, task_id: ConnectorTaskId, state: TaskState, trace: str | None) -> None:
+    def _notify(self, task_id: ConnectorTaskId, status: TaskStatus) -> None:
         """A listener's bug must not take the runtime's bookkeeping down with it."""
         try:
-            self._on_state_change(task_id, state, trace)
+            self._on_state_change(task_id, status)
         except Exception:
-            log.exception("State listener failed for task %s -> %s", task_id, state)
+            log.exception("State listener failed for task %s -> %s", task_id, status.state)

@@ -7,9 +7,12 @@ acts on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
+
+from protocol.messages import ConnectorTaskId
 
 FENCED_MARK: Final = " was fenced: it is now claimed by "
 """What the trace of a task fenced by another worker's claim says; the herder reads it
@@ -39,6 +42,10 @@ class TaskStatus:
     state: TaskState
     trace: str | None = None
     started_at: str | None = None
+
+
+StateListener = Callable[[ConnectorTaskId, TaskStatus], None]
+"""Told each new status of a task its runtime holds, on the herder's event loop."""
 
 
 @dataclass

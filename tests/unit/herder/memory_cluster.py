@@ -31,9 +31,7 @@ from protocol.messages import ConnectorTaskId, Subscription
 from protocol.versions import CURRENT_VERSION
 from tests.support.polling import wait_until_async
 from worker.runtime.task_offsets import SourceOffset
-from worker.runtime.task_state import TaskState
-
-StateListener = Callable[[ConnectorTaskId, TaskState, str | None], None]
+from worker.runtime.task_state import StateListener, TaskState, TaskStatus
 
 
 class MemoryLog:
@@ -155,6 +153,10 @@ class LoneCoordinator:
         return self.honours_static_rejoin
 
 
+RUNNING = TaskStatus(TaskState.RUNNING, started_at="2026-01-01T00:00:00.000+00:00")
+"""What a start that succeeds reports."""
+
+
 @dataclass
 class RecordingRuntime:
     """Holds what it was asked to start until it is asked to stop it.
@@ -185,6 +187,9 @@ class RecordingRuntime:
     )
     reset: list[str] = field(default_factory=list)
 
+    statuses: dict[ConnectorTaskId, TaskStatus] = field(default_factory=dict)
+    """The held tasks' statuses, as the Spark runtime keeps them."""
+
     def __post_init__(self) -> None:
         self.warmed.set()
         self.released.set()
@@ -198,9 +203,8 @@ class RecordingRuntime:
     ) -> None:
         self.starts.append(task_id)
         self.running[task_id] = task_config
-        if self.on_state is not None:
-            trace = self.failing.get(task_id)
-            self.on_state(task_id, TaskState.RUNNING if trace is None else TaskState.FAILED, trace)
+        trace = self.failing.get(task_id)
+        self._change(task_id, TaskStatus(TaskState.FAILED, trace) if trace else RUNNING)
 
     async def await_release(self, task_id: ConnectorTaskId) -> bool:
         self.awaited.append(task_id)
@@ -209,12 +213,18 @@ class RecordingRuntime:
 
     def fail(self, task_id: ConnectorTaskId, trace: str) -> None:
         """A running task's query dies (the Spark runtime's monitor reports it)."""
-        assert self.on_state is not None and task_id in self.running
-        self.on_state(task_id, TaskState.FAILED, trace)
+        assert task_id in self.running
+        self._change(task_id, TaskStatus(TaskState.FAILED, trace))
+
+    def _change(self, task_id: ConnectorTaskId, status: TaskStatus) -> None:
+        self.statuses[task_id] = status
+        if self.on_state is not None:
+            self.on_state(task_id, status)
 
     async def stop_task(self, task_id: ConnectorTaskId) -> None:
         self.stops.append(task_id)
         self.running.pop(task_id, None)
+        self.statuses.pop(task_id, None)
 
     async def stop_all(self) -> None:
         for task in list(self.running):
@@ -231,6 +241,9 @@ class RecordingRuntime:
 
     def held(self) -> set[ConnectorTaskId]:
         return set(self.running)
+
+    def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
+        return self.statuses.get(task_id)
 
     async def committed_offsets(self, connector: str) -> list[SourceOffset]:
         return self.offsets.get(connector, [])

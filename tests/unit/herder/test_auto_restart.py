@@ -25,7 +25,7 @@ from tests.unit.herder.memory_cluster import (
     running_herder,
     until,
 )
-from worker.runtime.spark_task_runtime import TaskFencedError
+from worker.runtime.spark_queries import TaskFencedError
 from worker.runtime.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "1"}

@@ -16,7 +16,7 @@ from worker.config.errors import ConfigError
 from worker.connectors import BUILTIN_CONNECTORS
 from worker.plugins.api import ConnectorConfigError
 from worker.plugins.registry import PluginRegistry
-from worker.runtime.spark_task_runtime import TaskFencedError
+from worker.runtime.spark_queries import TaskFencedError
 from worker.runtime.task_state import TaskState
 
 TASK = ConnectorTaskId("orders", 0)
@@ -142,7 +142,7 @@ def test_a_fenced_task_is_not_restarted_and_a_disabled_policy_restarts_nothing()
 def test_the_fencing_mark_matches_the_runtimes_message_also_inside_a_traceback() -> None:
     message = str(TaskFencedError(TASK, "w2"))
     assert is_fenced(message)
-    assert is_fenced(f"Traceback ...\nworker.runtime.spark_task_runtime.TaskFencedError: {message}")
+    assert is_fenced(f"Traceback ...\nworker.runtime.spark_queries.TaskFencedError: {message}")
     assert not is_fenced("java.io.IOException: disk full") and not is_fenced(None)
 
 

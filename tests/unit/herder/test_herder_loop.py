@@ -28,7 +28,7 @@ from tests.unit.herder.memory_cluster import (
     until,
 )
 from worker.config.bounds import MAX_CONFIG_KEYS
-from worker.runtime.spark_task_runtime import TaskFencedError
+from worker.runtime.spark_queries import TaskFencedError
 from worker.runtime.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from worker.runtime.failure_traces import root_cause_line, with_root_cause_first
-from worker.runtime.spark_task_runtime import describe_failure
+from worker.runtime.spark_queries import describe_failure
 
 PY4J_MESSAGE = "An error occurred while calling o1074.start."
 

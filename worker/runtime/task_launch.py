@@ -1,0 +1,98 @@
+"""The start of one task's query: claim its checkpoint, then start the query in the task's
+own FAIR pool with its jobs tagged. Blocking (py4j and checkpoint I/O): the runtime runs
+it on a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from protocol.messages import ConnectorTaskId
+from worker.plugins.api import TaskContext
+from worker.plugins.connector_configs import RegistryPlugins
+from worker.runtime.checkpoint_fingerprint import fit
+from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.runtime.spark_queries import Launched, TaskFencedError, job_tag
+from worker.runtime.spark_session import SparkSessionProvider
+from worker.runtime.task_claims import claim
+
+SCHEDULER_POOL_PROPERTY: Final = "spark.scheduler.pool"
+
+
+class TaskLauncher:
+    """What every start on this worker shares: the session, the plugins, where checkpoints
+    live, the worker's id (its claims name it) and `topic.creation.enable`."""
+
+    def __init__(
+        self,
+        session: SparkSessionProvider,
+        plugins: RegistryPlugins,
+        checkpoint_root: Path,
+        worker_id: str,
+        topic_creation_enabled: bool,
+    ) -> None:
+        self._session = session
+        self._plugins = plugins
+        self._checkpoint_root = checkpoint_root
+        self._worker_id = worker_id
+        self._topic_creation_enabled = topic_creation_enabled
+
+    def launch(
+        self,
+        task_id: ConnectorTaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        generation: int,
+    ) -> Launched:
+        """Blocking: claim the task, then start its query in the task's own FAIR pool,
+        its jobs tagged with the task (`job_tag`).
+
+        The query's execution thread inherits this thread's local properties when it is
+        created, so pool and tag are set only around `start` and cleared for whatever
+        this pooled thread runs next. Spark itself runs each query's jobs in a job group
+        of their own (the query's run id), so stopping one task cancels only its jobs.
+        A claim overtaken while the query started means another worker started it too:
+        this one stops again at once. The configs arrive as stored; their `${...}`
+        placeholders are resolved only here, so a secret lives in this task alone, and
+        their locations are put in the normal form the checks judged, so the task hands
+        Spark that form and not the text (a location the rules refuse fails the task).
+        """
+        resolved, validated = self._plugins.validated(connector_config)
+        connector = type(validated.connector)
+        connector_config = self._plugins.placed(connector, connector_config, resolved)
+        task_config = self._plugins.placed(
+            connector, task_config, self._plugins.resolve(task_config)
+        )
+        task = validated.connector.create_task()
+        checkpoint_dir = checkpoint_dir_for(self._checkpoint_root, task_id.connector, task_id.task)
+        made_for = self._plugins.checkpoint_fingerprint(connector_config)
+        spark = self._session.get()
+        owned = claim(checkpoint_dir, self._worker_id, generation)
+        context = TaskContext(
+            connector=task_id.connector,
+            task=task_id.task,
+            connector_config=connector_config,
+            task_config=task_config,
+            checkpoint_dir=checkpoint_dir,
+            claim=owned,
+            topic_creation_enabled=self._topic_creation_enabled,
+        )
+        spark_context = spark.sparkContext
+        spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))
+        spark_context.addJobTag(job_tag(task_id))
+        try:
+            fit(task_id.connector, task_id.task, checkpoint_dir, made_for)
+            query = task.start(spark, context)
+        except BaseException:
+            owned.release()
+            raise
+        finally:
+            spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, None)
+            spark_context.clearJobTags()
+        holder = owned.fenced_by()
+        if holder is not None:
+            query.stop()
+            raise TaskFencedError(task_id, holder)
+        return Launched(query, owned)
