@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from herder import lifecycle_messages as do
+from herder.membership import Generation
 from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment, AssignmentError
 from protocol.negotiation import must_release_for_eager, next_version_after
 from protocol.versions import EAGER_VERSION
@@ -90,3 +92,29 @@ def _refused(owned: Allocation, version: int, catch_up: bool) -> AssignmentStep:
         group_version=None,
         delay_ms=0,
     )
+
+
+def carry_out(
+    generation: Generation,
+    assignment: Assignment,
+    step: AssignmentStep,
+    version: int,
+    rejoin_at_ms: int | None,
+) -> list[do.Command]:
+    """The commands that carry `step` out, for a worker that spoke `version`: stops
+    before starts; an accepted assignment also arms the scheduled rebalance."""
+    commands: list[do.Command] = [do.Announce(generation, assignment)]
+    if step.version != version:
+        commands.append(do.Note("info", f"protocol version {version} -> {step.version}; rejoining"))
+    if step.catch_up:
+        why = "config offset behind the leader's; catching up before rejoining"
+        commands += [do.Note("info", why), do.ReadConfigToEnd()]
+    commands.append(do.StopWork(step.stop))
+    if step.accepted:
+        commands += [
+            do.StartWork(step.start, step.await_release),
+            do.MarkUnplaced(),
+            do.WakeAt(rejoin_at_ms),
+            do.ReadConfigToEnd(),
+        ]
+    return commands

@@ -153,7 +153,7 @@ class DistributedHerder:
         except Exception:
             await self._member.close()
             raise
-        self.configs.add_listener(self._loop.config_changed.set)
+        self.configs.add_listener(self._loop.config_changed)
         await self.configs.start()
         await self.statuses.start()
         await self.configs.read_to_end()

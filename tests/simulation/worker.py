@@ -1,28 +1,42 @@
-"""A simulated worker process: what a sparkherd herder does around each rebalance.
+"""A simulated worker process: a sparkherd herder's decisions, carried out in virtual time.
 
-The decisions are the herder's own code: as leader a worker plans with
-`herder.leader.LeaderPlanner` (version negotiation, assignor, codec), and every
-assignment it receives goes through `herder.apply.apply_assignment`; this module only
-carries the decisions out in virtual time. Cooperative: it keeps running everything
-until the leader revokes it and rejoins at once after a revocation, or after `delay_ms`.
-Eager (the group runs v0): it stops everything before every join. Either way it starts
-and stops items only through the ledger. A task handed over in the round that revokes it
-(v3, `awaiting_release`) is owned at once but started only when its previous owner has
+The decisions are the herder's own code: the member lifecycle is `herder.lifecycle`
+(which applies every assignment with `herder.apply.apply_assignment`), and as leader a
+worker plans with `herder.leader.LeaderPlanner` (version negotiation, assignor, codec).
+This module feeds the lifecycle its events (a join's answer, a heartbeat's, a config
+record read, time passing, a departure) and carries its commands out in virtual time:
+it starts and stops items only through the ledger. The member protocol below the
+lifecycle (a JoinGroup resent when its SyncGroup fails, as `GroupMember.join` retries)
+is the simulator's own. A task handed over in the round that revokes it (v3,
+`awaiting_release`) is owned at once but started only when its previous owner has
 stopped it (`RunLedger.when_released`); the real worker's bound on that wait, after
 which its claim fences the old owner's query, is the runtime's and is not simulated.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 
-from herder.apply import apply_assignment
+from herder import lifecycle_messages as do
 from herder.assignor import Assignor, inherited_deadline
 from herder.leader import LeaderPlanner
-from herder.membership import JoinedMembers
-from protocol.codec import decode_assignment, encode_subscription
+from herder.lifecycle import Lifecycle
+from herder.lifecycle_messages import (
+    ConfigChanged,
+    Event,
+    HeartbeatAnswered,
+    Joined,
+    LeaveRequested,
+    LifecycleSettings,
+    StepDone,
+    Tick,
+)
+from herder.membership import Generation, HeartbeatOutcome, JoinedMembers
+from protocol.codec import decode_assignment, encode_assignment, encode_subscription
 from protocol.messages import Allocation, Assignment, Subscription
 from protocol.versions import CURRENT_VERSION, EAGER_VERSION
 from tests.simulation.config_log import ConfigLog, Item
@@ -55,6 +69,11 @@ AssignorFactory = Callable[[int | None], Assignor]
 """Makes the assignor of a worker that becomes leader, given the deadline it inherited.
 A test's factory makes the assignor for the mode its cluster runs, eager or not."""
 
+HEARTBEAT_ANSWERS = {
+    Heartbeat.REBALANCE: HeartbeatOutcome.REJOIN,
+    Heartbeat.UNKNOWN: HeartbeatOutcome.MEMBER_LOST,
+}
+
 
 @dataclass(frozen=True)
 class WorkerEnv:
@@ -81,40 +100,54 @@ class SimWorker:
         self.release = CURRENT_VERSION
         """The newest version this worker's code knows (an older release: a lower one)."""
         self.alive = False
-        self.leaving = False
         self.member_id: str | None = None
         self.joining = False
         self.running: set[Item] = set()
         self.awaiting: set[Item] = set()
         """Owned, not started: handed over in the round that revokes them elsewhere."""
         self.config_offset = 0
-        self.version = self.max_version
-        """The version of the next subscription; only an assignment changes it."""
-        self.group_version = self.max_version
+        self._configured_at_join: dict[str, int] = {}
+        self._lifecycle = self._new_lifecycle()
+        self._events: deque[Event] = deque()
+        self._deciding = False
         self._planner: LeaderPlanner | None = None
         self._led_generation: int | None = None
         self._last_assignment: tuple[Assignment, int] | None = None
         self.runs = 0
         """Process starts so far; the coordinator reaches only the current one."""
-        self._rejoin: Scheduled | None = None
+        self._retry: Scheduled | None = None
+        self._wake: Scheduled | None = None
         self._heartbeat: Scheduled | None = None
 
     @property
     def max_version(self) -> int:
         return self.rebalancing.version(self.release)
 
+    @property
+    def version(self) -> int:
+        """The version of the next subscription; only an assignment changes it."""
+        return self._lifecycle.version
+
+    @property
+    def group_version(self) -> int:
+        return self._lifecycle.group_version
+
+    @property
+    def leaving(self) -> bool:
+        return self._lifecycle.leaving
+
     def start(self) -> None:
         """A fresh process: nothing running, no member id, no leader memory."""
         self.alive = True
         self.runs += 1
-        self.leaving = False
         self.member_id = None
-        self.version = self.group_version = self.max_version
+        self._lifecycle = self._new_lifecycle()
+        self._events.clear()
         self._planner = None
         self._led_generation = None
         self._last_assignment = None
-        self.read_config(self._env.config.end)
-        self.join()
+        self.config_offset = self._env.config.end
+        self._decide(self._lifecycle.start())
         loop = self._env.loop
         self._heartbeat = loop.call_at(
             loop.now_ms + self._heartbeat_phase_ms + 1, self._beat, activity=False
@@ -131,36 +164,19 @@ class SimWorker:
             self._env.coordinator.leave(member_id)
 
     def retire(self) -> None:
-        """Announce a departure for good; leave once the group took all work away."""
+        """Announce a departure for good; leave once the group took all work away. An
+        eager worker has no way to announce it (`DistributedHerder.hand_off_refusal`)."""
         if self.max_version == EAGER_VERSION:
             self.shut_down()
             return
-        self.leaving = True
-        self.join()
+        self._post(LeaveRequested())
 
     def read_config(self, offset: int) -> None:
-        """The config reader delivered records up to `offset`; new records need a rebalance."""
+        """The config reader delivered records up to `offset`."""
         if not self.alive or offset <= self.config_offset:
             return
-        config = self._env.config
-        changed = config.task_counts(self.config_offset) != config.task_counts(offset)
         self.config_offset = offset
-        if changed and self.member_id is not None and not self.joining:
-            self.join()
-
-    def _read_up_to(self, offset: int) -> None:
-        """A blocking read the herder does before acting on an assignment: no rejoin."""
-        self.config_offset = max(self.config_offset, offset)
-
-    def join(self) -> None:
-        if not self.alive:
-            return
-        self._env.loop.cancel(self._rejoin)
-        if self.group_version == EAGER_VERSION:
-            self._stop_all("rejoin")
-        link = _ProcessRun(self)
-        self.member_id = self._env.coordinator.join(link, self.member_id, self._subscription())
-        self.joining = True
+        self._post(ConfigChanged())
 
     def lead(self, group: JoinedGroup) -> dict[str, Assignment] | None:
         """The herder's leader step on the wire's bytes. Like the herder, a worker keeps
@@ -183,40 +199,94 @@ class SimWorker:
         return {member: decode_assignment(data) for member, data in encoded.items()}
 
     def on_sync(self, generation: int, assignment: Assignment) -> None:
-        """Carry out the herder's decision; a config offset behind the leader's is caught
-        up by a blocking read, a reader found ahead of it needs another round."""
         self.joining = False
-        loop = self._env.loop
-        self._last_assignment = (assignment, loop.now_ms)
-        step = apply_assignment(assignment, self._owned(), self.version, self.max_version)
-        self.version = step.version
-        if step.catch_up:
-            self._read_up_to(self._env.config.end)
-        if step.accepted:
-            self._read_up_to(assignment.config_offset)
-        if step.group_version is not None:
-            self.group_version = step.group_version
-        for item in _items(step.stop):
-            self._stop(item, "revoked")
-        for item in _items(step.start):
-            if item in step.await_release.tasks:
-                self.awaiting.add(item)
-                self._env.ledger.when_released(item, self.name, self._start_released)
-            else:
-                self.running.add(item)
-                self._env.ledger.start(item, self.name)
-        if step.rejoin or (step.accepted and self.config_offset > assignment.config_offset):
-            self._rejoin = loop.call_soon(self.join)
-        elif self.leaving and self._owned().is_empty():
-            self.shut_down()
-        elif step.delay_ms > 0:
-            self._rejoin = loop.call_at(loop.now_ms + step.delay_ms, self.join)
+        member_id = self.member_id or ""
+        leader = self._env.coordinator.leader_id or ""
+        joined = Generation(generation, member_id, leader, encode_assignment(assignment))
+        self._post(Joined(joined, self._owned(), self._env.loop.now_ms))
 
     def on_sync_failed(self, generation: int) -> None:
+        """The member protocol's retry: the join goes on with a new JoinGroup."""
         if self._led_generation == generation and self._planner is not None:
             self._planner.forget()
-        self.joining = False
-        self._rejoin = self._env.loop.call_soon(self.join)
+        self._retry = self._env.loop.call_soon(self._send_join)
+
+    # -- the lifecycle's interpreter -------------------------------------------------------
+
+    def _new_lifecycle(self) -> Lifecycle:
+        incarnation = f"{self.name}#{getattr(self, 'runs', 0)}"
+        return Lifecycle(LifecycleSettings(incarnation, self.max_version, static=False))
+
+    def _post(self, event: Event) -> None:
+        """Events are handled one at a time, in order, as the herder's queue does."""
+        if not self.alive:
+            return
+        self._events.append(event)
+        if self._deciding:
+            return
+        self._deciding = True
+        try:
+            while self._events and self.alive:
+                self._decide(self._lifecycle.handle(self._events.popleft()))
+        finally:
+            self._deciding = False
+
+    def _decide(self, decision: do.Decision) -> None:
+        for command in decision.now:
+            self._execute(command)
+        if decision.step is None or not self.alive:
+            return
+        for command in decision.step:
+            self._execute(command)
+        if not any(isinstance(c, do.Join | do.Pause) for c in decision.step):
+            self._post(StepDone(self._owned(), self._work_changed()))
+
+    def _execute(self, command: do.Command) -> None:
+        match command:
+            case do.Join():  # a JoinGroup goes out after what this instant delivers
+                self._retry = self._env.loop.call_soon(self._send_join)
+            case do.Leave():
+                if self.member_id is not None:
+                    self._env.coordinator.leave(self.member_id)
+                self.member_id = None
+            case do.Announce(_, assignment) if assignment is not None:
+                self._last_assignment = (assignment, self._env.loop.now_ms)
+            case do.StopWork(allocation):
+                for item in _items(allocation):
+                    self._stop(item, "revoked")
+            case do.StartWork(allocation, await_release):
+                for item in _items(allocation):
+                    self._start(item, awaiting=item in await_release.tasks)
+            case do.StopAllWork(why):
+                self._stop_all("rejoin" if why is do.StopWhy.EAGER else "expelled")
+            case do.ReadConfigToEnd():
+                self.read_config(self._env.config.end)
+            case do.WakeAt(at_ms):
+                self._env.loop.cancel(self._wake)
+                if at_ms is not None:
+                    self._wake = self._env.loop.call_at(at_ms, self._tick)
+            case do.Pause(seconds):
+                done = partial(self._post, StepDone(self._owned(), self._work_changed()))
+                self._env.loop.call_at(self._env.loop.now_ms + int(seconds * 1000), done)
+            case do.HandOffDone():
+                self.shut_down()
+            case _:
+                pass  # nothing to do in the simulator: logs, task configs, REST requests
+
+    def _send_join(self) -> None:
+        if not self.alive:
+            return
+        self._env.loop.cancel(self._retry)
+        self._configured_at_join = self._env.config.task_counts(self.config_offset)
+        link = _ProcessRun(self)
+        self.member_id = self._env.coordinator.join(link, self.member_id, self._subscription())
+        self.joining = True
+
+    def _tick(self) -> None:
+        self._post(Tick(self._env.loop.now_ms))
+
+    def _work_changed(self) -> bool:
+        return self._env.config.task_counts(self.config_offset) != self._configured_at_join
 
     def _fresh_planner(self) -> LeaderPlanner:
         """A new leader inherits the scheduled rebalance it knew of as a follower."""
@@ -245,6 +315,14 @@ class SimWorker:
     def _owned(self) -> Allocation:
         return _allocation(self.running | self.awaiting)
 
+    def _start(self, item: Item, *, awaiting: bool) -> None:
+        if awaiting:
+            self.awaiting.add(item)
+            self._env.ledger.when_released(item, self.name, self._start_released)
+        else:
+            self.running.add(item)
+            self._env.ledger.start(item, self.name)
+
     def _start_released(self, item: Item) -> None:
         self.awaiting.discard(item)
         self.running.add(item)
@@ -257,16 +335,18 @@ class SimWorker:
         )
 
     def _beat(self) -> None:
+        """A joining member's JoinGroup keeps its session (the beat here stands in for
+        it); a rebalance it missed makes the member protocol send its JoinGroup again."""
         if not self.alive:
             return
         if self.member_id is not None:
             answer = self._env.coordinator.heartbeat(self.member_id)
             if answer is Heartbeat.UNKNOWN:
-                self._stop_all("expelled")
                 self.member_id = None
-                self.join()
-            elif answer is Heartbeat.REBALANCE:
-                self.join()
+            if answer is not Heartbeat.OK and self.joining:
+                self._send_join()
+            elif answer is not Heartbeat.OK:
+                self._post(HeartbeatAnswered(HEARTBEAT_ANSWERS[answer]))
         self._schedule_heartbeat()
 
     def _halt(self, cause: str) -> None:
@@ -274,8 +354,8 @@ class SimWorker:
         self.alive = False
         self.joining = False
         self.member_id = None
-        self._env.loop.cancel(self._rejoin)
-        self._env.loop.cancel(self._heartbeat)
+        for scheduled in (self._retry, self._wake, self._heartbeat):
+            self._env.loop.cancel(scheduled)
 
     def _stop_all(self, cause: str) -> None:
         for item in sorted(self.running | self.awaiting, key=str):
