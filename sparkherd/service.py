@@ -25,9 +25,9 @@ import uvicorn
 
 from herder.auto_restart import RestartPolicy
 from herder.config_store import ConfigStore
+from herder.group_member import GroupMember
 from herder.herder import DistributedHerder
 from herder.kafka_log import KafkaLog
-from herder.membership import GroupMember
 from herder.settings import HerderSettings
 from herder.status_store import StatusStore
 from herder.topics import ensure_compacted_topics

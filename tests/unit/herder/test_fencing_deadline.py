@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from herder.membership import GroupMember
+from herder.group_member import GroupMember
 
 
 class FakeClock:
