@@ -248,9 +248,9 @@ class GroupLoop:
                 event = await self._events.get()
                 if isinstance(event, Exception):
                     raise event
+                await self._decide(self.lifecycle.handle(event))
                 if isinstance(event, FenceDue):
                     self._fence_posted = False
-                await self._decide(self.lifecycle.handle(event))
         finally:
             for task in (*helpers, self._ticker, self._step, self._heartbeat_task):
                 await cancel_and_wait(task)
