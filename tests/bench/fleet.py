@@ -140,7 +140,16 @@ class Run:
     """The steady minute's [start, end), epoch seconds."""
     exit_s: float | None = None
     restart_s: float | None = None
+    restarted: float | None = None
+    """When every task was RUNNING again after the restart, epoch seconds."""
     outputs: dict[str, TaskOutput] = field(default_factory=dict)
+
+    def silent_after_restart(self) -> int | None:
+        """Tasks that committed no batch after the restart (the bench waits up to
+        `RUNNING_DEADLINE_S` for one from each)."""
+        if self.restarted is None:
+            return None
+        return sum(1 for o in self.outputs.values() if not o.batches_after(self.restarted))
 
     def steady_batches(self) -> list[int]:
         if self.steady is None:
@@ -166,9 +175,11 @@ class Run:
             )
         else:
             lines.append("  steady minute: not measured (not all RUNNING)")
+        silent = self.silent_after_restart()
         lines.append(
             f"  restart: exited {seconds(self.exit_s)} after SIGTERM, all RUNNING again "
             f"{seconds(self.restart_s)} after it"
+            + ("" if silent is None else f"; {silent} tasks committed nothing after that")
         )
         rows = sum(len(o.seqs) for o in self.outputs.values())
         broken = sorted(name for name, o in self.outputs.items() if not o.exactly_once)
@@ -385,7 +396,8 @@ def measure_running(cluster: Cluster, run: Run, names: list[str], output: Path) 
     run.exit_s = restart_all(cluster)
     if wait_all_running(cluster, names, running) is not None:
         run.restart_s = time.monotonic() - signalled
-        wait_for_batches(output, names, time.time())
+        run.restarted = time.time()
+        wait_for_batches(output, names, run.restarted)
 
 
 def wait_for_batches(output: Path, names: Sequence[str], moment: float) -> None:
