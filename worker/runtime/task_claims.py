@@ -110,6 +110,10 @@ def claim(
             fd = os.open(directory / _name(epoch), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             continue
+        if _pruned_already(directory, epoch):
+            os.close(fd)
+            (directory / _name(epoch)).unlink(missing_ok=True)
+            continue
         with os.fdopen(fd, "w") as file:
             file.write(body)
             file.flush()
@@ -153,6 +157,13 @@ def _read(path: Path) -> dict[str, object]:
     except (FileNotFoundError, json.JSONDecodeError):
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def _pruned_already(directory: Path, epoch: int) -> bool:
+    """Whether `epoch` was taken and pruned while this claim was being made: a claimer
+    that read the newest epoch, then waited while more than `KEPT_CLAIMS` others claimed,
+    could create that number's file again, and two claims would share an epoch."""
+    return epoch <= (_newest_epoch(directory) or epoch) - KEPT_CLAIMS
 
 
 def _prune(directory: Path, newest: int) -> None:

@@ -7,6 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import count
 from pathlib import Path
 
+import pytest
+
+from worker.runtime import task_claims
 from worker.runtime.task_claims import CLAIMS_DIR, KEPT_CLAIMS, RELEASED_SUFFIX, claim, is_released
 
 
@@ -30,6 +33,24 @@ def test_concurrent_claims_never_share_an_epoch(tmp_path: Path) -> None:
         claims = list(pool.map(lambda i: claim(tmp_path, f"w:{i}", 1), range(40)))
     assert sorted(c.epoch for c in claims) == list(range(1, 41))
     assert [c for c in claims if c.fenced_by() is None] == [max(claims, key=lambda c: c.epoch)]
+
+
+def test_a_claimer_that_read_the_newest_epoch_before_it_was_pruned_takes_a_fresh_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for _ in range(KEPT_CLAIMS + 4):
+        claim(tmp_path, "a:1", 1)
+    newest_reads = iter([3])
+    real_newest = task_claims._newest_epoch
+    monkeypatch.setattr(
+        task_claims, "_newest_epoch", lambda d: next(newest_reads, None) or real_newest(d)
+    )
+
+    late = claim(tmp_path, "b:2", 1)
+
+    assert late.epoch == KEPT_CLAIMS + 5
+    assert late.fenced_by() is None
+    assert not (tmp_path / CLAIMS_DIR / f"{4:012d}").exists()
 
 
 def test_a_reset_checkpoint_fences_claims_made_before_it(tmp_path: Path) -> None:
