@@ -257,7 +257,11 @@ class LocalWork:
         await self._restart_timer.close()
 
     async def _restart_reconfigured_tasks(self, snapshot: ConfigSnapshot) -> None:
-        """Restart running tasks whose task config or target state changed under them."""
+        """Restart running tasks whose task config or target state changed under them.
+        Every such task stops before any starts again: a Kafka sink task whose partitions
+        moved (`tasks.max` changed) takes them over only once the tasks that read them
+        have stopped, and must not wait on a stop queued behind its own start."""
+        restarted = []
         for task in sorted(self.owned.tasks):
             wanted = snapshot.task_config(task)
             paused = snapshot.target_state(task.connector) is TargetState.PAUSED
@@ -271,7 +275,9 @@ class LocalWork:
                 self.restarts.forget(task)
                 if held:
                     await self._runtime.stop_task(task)
-                await self._start_task(task, snapshot)
+                restarted.append(task)
+        for task in restarted:
+            await self._start_task(task, snapshot)
 
     def _failed_here(self, status: Status | None) -> bool:
         """Of a connector: whether this worker reported it FAILED (a task's state is its
