@@ -8,12 +8,11 @@ import signal
 from functools import partial
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster
-from tests.support.file_sink import committed_files
+from tests.support.file_sink import committed_files, committed_records
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
@@ -24,16 +23,6 @@ pytestmark = pytest.mark.integration
 RECORDS = 10_000
 PARTITIONS = 4
 WAVES = 4
-
-
-def written(output: Path) -> list[tuple[str, int, int]]:
-    """(key, partition, offset) of every committed row, over all task directories."""
-    rows: list[tuple[str, int, int]] = []
-    for task_dir in sorted(output.glob("task-*")):
-        for path in committed_files(task_dir):
-            table = pq.read_table(path, columns=["key", "partition", "offset"]).to_pydict()
-            rows += zip(table["key"], table["partition"], table["offset"], strict=True)
-    return rows
 
 
 def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
@@ -65,7 +54,7 @@ def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
         )
         cluster.wait_converged(PARTITIONS)
         wait_until(
-            lambda: len(written(output)),
+            lambda: len(committed_records(output)),
             120,
             what="the first wave",
             until=lambda count: count >= len(waves[0]),
@@ -81,13 +70,13 @@ def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
         views = cluster.wait_converged(PARTITIONS)
         assert len({v.worker_id for v in views}) == 2, "the restarted worker got no task back"
         wait_until(
-            lambda: len(written(output)),
+            lambda: len(committed_records(output)),
             180,
             what="every record",
             until=lambda count: count >= RECORDS,
         )
 
-    rows = written(output)
+    rows = committed_records(output)
     assert len(rows) == RECORDS, "duplicates"
     assert sorted(key for key, _, _ in rows) == sorted(f"key-{n}" for n in range(RECORDS))
     per_partition = sorted((p, o) for _, p, o in rows)

@@ -36,3 +36,14 @@ def committed_column(directory: Path, column: str) -> list[int]:
     for path in committed_files(directory):
         values.extend(pq.read_table(path, columns=[column]).column(column).to_pylist())
     return sorted(values)
+
+
+def committed_records(output: Path) -> list[tuple[str, int, int]]:
+    """(key, partition, offset) of every committed row of a Kafka sink's `output.path`,
+    over all its task directories."""
+    rows: list[tuple[str, int, int]] = []
+    for task_dir in sorted(output.glob("task-*")):
+        for path in committed_files(task_dir):
+            table = pq.read_table(path, columns=["key", "partition", "offset"]).to_pydict()
+            rows += zip(table["key"], table["partition"], table["offset"], strict=True)
+    return rows

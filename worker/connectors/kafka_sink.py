@@ -16,11 +16,11 @@ is taken out of its batch, sent to the dead letter queue if one is named, and co
 and the rest of the batch is committed (`tolerant_batches`, which also says why both
 outputs get each record once).
 
-A partition's position therefore lives in the checkpoint of the task that read it, so
-the split must not move a partition that a task has read to another task: partitions
-are split by a rule that keeps every existing partition where it is when partitions are
-added, and a task that is given a partition another task's checkpoint holds refuses to
-start (changing `tasks.max` does that) instead of reading it twice.
+A partition's position therefore lives in the checkpoint of the task that read it.
+Partitions are split by a rule that keeps every existing partition where it is when
+partitions are added; when `tasks.max` changes they move, and a task given partitions
+that other checkpoints hold takes each over at the offset committed there
+(`worker.connectors.partition_takeover`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from aiokafka import TopicPartition
 from pydantic import BaseModel, Field, field_validator
 
 from worker.connectors.claimed_batches import BatchStep
+from worker.connectors.partition_takeover import SinkHasBatch, starting_offsets
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
@@ -66,7 +67,6 @@ from worker.records.sql_policy import (
     checked_query,
     query_session,
 )
-from worker.runtime.checkpoint_offsets import committed_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -129,33 +129,6 @@ def split_partitions(
     return [assigned for assigned in tasks if assigned]
 
 
-class PartitionMovedError(RuntimeError):
-    """A partition given to this task was read by another task of the same connector."""
-
-
-def check_not_read_elsewhere(context: TaskContext, assigned: list[TopicPartition]) -> None:
-    mine = {(tp.topic, str(tp.partition)) for tp in assigned}
-    for task, checkpoint in context.connector_checkpoints().items():
-        if task == context.task:
-            continue
-        for source in committed_offsets(checkpoint, task):
-            held = {
-                (topic, partition)
-                for topic, positions in source.offset.items()
-                for partition in positions
-            }
-            moved = sorted(mine & held)
-            if moved:
-                names = ", ".join(f"{topic}:{partition}" for topic, partition in moved)
-                raise PartitionMovedError(
-                    f"Partitions {names} were read by task {task} of connector "
-                    f"{context.connector}, whose checkpoint holds their position; reading "
-                    "them here would duplicate or skip records. The split changed (did "
-                    "tasks.max change?): restore it, or stop the connector, reset its "
-                    "offsets and write to a new output"
-                )
-
-
 S = TypeVar("S", bound=KafkaSinkSettings)
 
 
@@ -192,20 +165,25 @@ def sink_records(
     context: TaskContext,
     settings: KafkaSinkSettings,
     converters: RecordConverters,
+    sink_has_batch: SinkHasBatch | None = None,
 ) -> SinkRecords:
     """In a session of its own, so `transform.sql`'s view named `source` is this task's
     and no other's (sessions share the SparkContext, not temporary views); the query is
     checked again, as admission did, against the real view. A sink may set what it needs
-    in `rows.sparkSession` (its catalog), which is this task's alone."""
+    in `rows.sparkSession` (its catalog), which is this task's alone.
+
+    Partitions that moved here from other tasks start where those tasks' checkpoints
+    committed them; `sink_has_batch` says whether the sink holds a batch a checkpoint
+    planned but did not log as committed (without it, such a batch fails the start)."""
     assigned = parse_assignment(context.task_config[ASSIGN_KEY])
-    check_not_read_elsewhere(context, assigned)
+    starting = starting_offsets(context, assigned, settings.starting_offsets, sink_has_batch)
     session = query_session(spark)
     dead_letter_queue = DeadLetterQueue.open(settings.connection, settings, context)
     records = read_kafka(
         session,
         settings.connection,
         assigned,
-        settings.starting_offsets,
+        starting,
         settings.kafka_client,
         headers=dead_letter_queue is not None,
     )

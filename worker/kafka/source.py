@@ -7,18 +7,21 @@ the checkpoint before the batch runs and re-reads exactly that range if the batc
 run again, so a file sink downstream gets every record once.
 
 Options: `bootstrap.servers` and the security keys of `KafkaConnection`; `assign`, the
-partitions to read as `topic:p,topic:q`; `starting.offsets`, `earliest` (default) or
-`latest`, used only for a partition that the checkpoint does not know yet;
+partitions to read as `topic:p,topic:q`; `starting.offsets`, `earliest` (default),
+`latest` or each partition's as JSON (`{"<topic>": {"<partition>": <offset>}}`, -2 for
+earliest and -1 for latest, as Spark's JVM source reads it), used only for a partition
+that the checkpoint does not know yet;
 `include.headers`, `true` to add the records' headers as a `headers` column of the type
 Spark's JVM source gives with `includeHeaders` (default `false`, as there).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final, Literal
+from typing import Final
 
 from aiokafka import TopicPartition
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -33,6 +36,8 @@ SCHEMA: Final = (
 HEADERS_FIELD: Final = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 INCLUDE_HEADERS: Final = "include.headers"
 Offsets = dict[str, dict[str, int]]
+EARLIEST: Final = -2
+LATEST: Final = -1
 
 
 def include_headers(options: Mapping[str, str]) -> bool:
@@ -57,6 +62,28 @@ def parse_assignment(text: str) -> list[TopicPartition]:
             raise ValueError(f"{item!r} is not topic:partition")
         partitions.append(TopicPartition(topic, int(partition)))
     return partitions
+
+
+def parse_starting(text: str) -> tuple[int, dict[TopicPartition, int]]:
+    """(-2 for earliest or -1 for latest, each partition's own start): `earliest`,
+    `latest`, or JSON of each partition's (a partition it does not name: earliest)."""
+    if text in ("earliest", "latest"):
+        return (EARLIEST if text == "earliest" else LATEST), {}
+    try:
+        given = json.loads(text)
+        specific = {
+            TopicPartition(topic, int(partition)): int(offset)
+            for topic, by_partition in given.items()
+            for partition, offset in by_partition.items()
+        }
+    except (ValueError, AttributeError, TypeError):
+        raise ValueError(
+            "starting.offsets must be earliest, latest or JSON such as "
+            f'{{"topic": {{"0": 42}}}}, not {text!r}'
+        ) from None
+    if any(offset < EARLIEST for offset in specific.values()):
+        raise ValueError(f"starting.offsets has an offset below -2: {text!r}")
+    return EARLIEST, specific
 
 
 def _as_offsets(positions: Mapping[TopicPartition, int]) -> Offsets:
@@ -89,10 +116,7 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
     def __init__(self, options: Mapping[str, str]) -> None:
         self._connection = KafkaConnection.from_options(options)
         self._assigned = parse_assignment(options["assign"])
-        starting = options.get("starting.offsets", "earliest")
-        if starting not in ("earliest", "latest"):
-            raise ValueError(f"starting.offsets must be earliest or latest, not {starting!r}")
-        self._starting: Literal["earliest", "latest"] = starting  # type: ignore[assignment]
+        self._starting, self._specific = parse_starting(options.get("starting.offsets", "earliest"))
         self._headers = include_headers(options)
         self._kafka: BlockingKafka | None = None
 
@@ -107,9 +131,14 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
     def _starting_positions(
         self, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        if self._starting == "latest":
-            return self._client().end_offsets(partitions)
-        return self._client().beginning_offsets(partitions)
+        given = {tp: self._specific.get(tp, self._starting) for tp in partitions}
+        ends = [tp for tp, at in given.items() if at == LATEST]
+        beginnings = [tp for tp, at in given.items() if at == EARLIEST]
+        return {
+            **{tp: at for tp, at in given.items() if at >= 0},
+            **(self._client().end_offsets(ends) if ends else {}),
+            **(self._client().beginning_offsets(beginnings) if beginnings else {}),
+        }
 
     def latestOffset(self) -> Offsets:
         return _as_offsets(self._client().end_offsets(self._assigned))

@@ -56,13 +56,15 @@ def read_kafka(
     spark: SparkSession,
     connection: KafkaConnection,
     partitions: Sequence[TopicPartition],
-    starting_offsets: Literal["earliest", "latest"],
+    starting_offsets: str,
     client: KafkaClientChoice,
     headers: bool = False,
 ) -> DataFrame:
     """A streaming DataFrame of the given partitions, with Spark's Kafka schema (and,
     with `headers`, the records' headers as Spark's JVM source gives them: a `headers`
-    column of (key STRING, value BINARY) structs, from either source)."""
+    column of (key STRING, value BINARY) structs, from either source). `starting_offsets`
+    is `earliest`, `latest` or, for each partition, where to start as Spark's JVM source
+    reads it (`{"<topic>": {"<partition>": <offset>}}`, -2 earliest, -1 latest)."""
     if client != "python":
         try:
             return _read_jvm(spark, connection, partitions, starting_offsets, headers)

@@ -15,6 +15,10 @@ from worker.plugins.names import check_name
 
 TASK_DIR_PREFIX: Final = "task-"
 """How a task's directory is named, in `checkpoint.root` and in a file sink's output."""
+HANDOVER_FILE: Final = "handed-over-offsets.json"
+"""In a connector's directory of `checkpoint.root`: the committed positions of partitions
+whose task changed and whose new task has not taken them yet (a Kafka sink's tasks hand
+partitions over this way when `tasks.max` changes: `worker.connectors.partition_takeover`)."""
 
 
 def checkpoint_dir_for(checkpoint_root: Path, connector: str, task: int) -> Path:
@@ -24,6 +28,10 @@ def checkpoint_dir_for(checkpoint_root: Path, connector: str, task: int) -> Path
     refused rather than letting it point a checkpoint somewhere else.
     """
     return checkpoint_root / check_name(connector) / f"{TASK_DIR_PREFIX}{task}"
+
+
+def handover_file(checkpoint_root: Path, connector: str) -> Path:
+    return checkpoint_dir_for(checkpoint_root, connector, 0).parent / HANDOVER_FILE
 
 
 def checkpointed_tasks(checkpoint_root: Path, connector: str) -> list[int]:

@@ -80,6 +80,19 @@ def reset_offsets(checkpoint: Path) -> bool:
     return True
 
 
+def newest_planned_batch(checkpoint: Path) -> int:
+    """The id of the newest batch in the offsets log (-1: none planned yet): Spark writes
+    it before the batch runs, so it may be ahead of `newest_committed_batch` by one."""
+    newest = _newest(checkpoint / "offsets")
+    return -1 if newest is None else newest
+
+
+def batch_end_offsets(checkpoint: Path, batch: int) -> list[Any]:
+    """The end offset of each source of `batch` (None for a source without one)."""
+    sources = _read_log(checkpoint / "offsets" / str(batch))[1]
+    return [None if line == NO_OFFSET else json.loads(line) for line in sources]
+
+
 def newest_committed_batch(checkpoint: Path) -> int:
     """The id of the newest batch in the commit log (-1: none has committed): the sink
     has every row of it, whatever Spark's progress reports say."""

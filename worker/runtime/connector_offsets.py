@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
-from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
+from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks, handover_file
 from worker.runtime.checkpoint_offsets import alter_offsets, committed_offsets, reset_offsets
 from worker.runtime.daemon_thread import DaemonThread
 from worker.runtime.task_offsets import OffsetsError, SourceOffset
@@ -51,9 +51,11 @@ def alter_connector_offsets(
 
 
 def reset_connector_offsets(checkpoint_root: Path, connector: str) -> None:
-    """Blocking: remove every task's checkpoint, so each starts from its sources' beginning."""
+    """Blocking: remove every task's checkpoint, and the positions of partitions handed
+    over between them, so each task starts from its sources' beginning."""
     for task in checkpointed_tasks(checkpoint_root, connector):
         reset_offsets(checkpoint_dir_for(checkpoint_root, connector, task))
+    handover_file(checkpoint_root, connector).unlink(missing_ok=True)
 
 
 class CheckpointOffsets:

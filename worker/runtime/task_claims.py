@@ -34,6 +34,7 @@ CLAIMS_DIR: Final = "claims"
 KEPT_CLAIMS: Final = 8
 """Older claim files are removed; only the newest number matters."""
 RELEASED_SUFFIX: Final = ".released"
+STARTED_SUFFIX: Final = ".started"
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,11 @@ class Claim:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def mark_started(self) -> None:
+        """Say that this claim's start may now run a query on the checkpoint (written by a
+        start that first had to look at other tasks' checkpoints: `runs_stopped`)."""
+        _started_marker(self.directory, self.epoch).touch()
 
     def encode(self) -> str:
         """For code that commits outside the driver (a sink's executor-side writer), which
@@ -130,6 +136,21 @@ def is_released(checkpoint_dir: Path) -> bool:
     return newest is None or _released_marker(directory, newest).exists()
 
 
+def runs_stopped(checkpoint_dir: Path) -> bool:
+    """Whether the newest claim that began a run on `checkpoint_dir`'s Spark state
+    (`Claim.mark_started`) was released: a task taking partitions over from another
+    task's checkpoint waits for that, and not for claims whose starts have not got that
+    far (they wait for the take-over, and could not be waited for)."""
+    directory = checkpoint_dir / CLAIMS_DIR
+    started = [epoch for epoch in _epochs(directory) if _started_marker(directory, epoch).exists()]
+    newest = max(started, default=None)
+    return newest is None or _released_marker(directory, newest).exists()
+
+
+def _started_marker(directory: Path, epoch: int) -> Path:
+    return directory / f"{_name(epoch)}{STARTED_SUFFIX}"
+
+
 def _name(epoch: int) -> str:
     return f"{epoch:012d}"
 
@@ -171,3 +192,4 @@ def _prune(directory: Path, newest: int) -> None:
         if epoch <= newest - KEPT_CLAIMS:
             (directory / _name(epoch)).unlink(missing_ok=True)
             _released_marker(directory, epoch).unlink(missing_ok=True)
+            _started_marker(directory, epoch).unlink(missing_ok=True)

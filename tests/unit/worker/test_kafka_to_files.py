@@ -1,24 +1,15 @@
-"""kafka-to-files without Spark or a broker: its settings, its split of partitions into
-tasks, and its refusal to read a partition another task's checkpoint holds."""
+"""kafka-to-files without Spark or a broker: its settings and its split of partitions into
+tasks (how partitions move when the split changes: test_partition_takeover)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from aiokafka import TopicPartition
 
 from worker.connectors.files.kafka_to_files import KafkaToFilesSettings, settings_of
-from worker.connectors.kafka_sink import (
-    PartitionMovedError,
-    check_not_read_elsewhere,
-    default_transform,
-    split_partitions,
-)
+from worker.connectors.kafka_sink import default_transform, split_partitions
 from worker.kafka.source import format_assignment, parse_assignment
-from worker.plugins.api import ConnectorConfigError, TaskContext, parse_config
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
-from worker.runtime.checkpoint_offsets import alter_offsets
+from worker.plugins.api import ConnectorConfigError, parse_config
 
 BASE = {
     "connector.class": "kafka-to-files",
@@ -99,28 +90,3 @@ def test_assignment_round_trips_and_topic_names_may_hold_colons() -> None:
     assert parse_assignment(format_assignment(partitions)) == partitions
     with pytest.raises(ValueError, match="topic:partition"):
         parse_assignment("orders")
-
-
-def committed_checkpoint(root: Path, task: int, offsets: dict[str, dict[str, int]]) -> None:
-    """A task checkpoint with one committed batch ending at `offsets`, as Spark writes it."""
-    checkpoint = checkpoint_dir_for(root, "orders", task)
-    (checkpoint / "offsets").mkdir(parents=True)
-    (checkpoint / "commits").mkdir()
-    (checkpoint / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0}\n{}')
-    alter_offsets(checkpoint, {0: offsets})
-
-
-def context(root: Path, task: int) -> TaskContext:
-    return TaskContext("orders", task, {}, {}, checkpoint_dir_for(root, "orders", task))
-
-
-def test_a_partition_read_by_another_task_is_refused(tmp_path: Path) -> None:
-    committed_checkpoint(tmp_path, 1, {"orders": {"2": 40, "3": 17}})
-    with pytest.raises(PartitionMovedError, match=r"orders:2 were read by task 1 .*tasks.max"):
-        check_not_read_elsewhere(context(tmp_path, 0), parse_assignment("orders:0,orders:2"))
-
-
-def test_own_partitions_and_other_topics_pass(tmp_path: Path) -> None:
-    committed_checkpoint(tmp_path, 0, {"orders": {"0": 5}})
-    committed_checkpoint(tmp_path, 1, {"returns": {"0": 9}})
-    check_not_read_elsewhere(context(tmp_path, 0), parse_assignment("orders:0,orders:1"))

@@ -8,11 +8,12 @@ records are converted, transformed and kept exactly once); task `i` writes
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from worker.connectors.files.file_sink import start_file_sink
+from worker.connectors.files.file_sink import sink_has_batch, start_file_sink
 from worker.connectors.kafka_sink import (
     KafkaSinkConnector,
     KafkaSinkSettings,
@@ -41,7 +42,13 @@ def settings_of(config: Mapping[str, str]) -> tuple[KafkaToFilesSettings, Record
 class KafkaToFilesTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings, converters = settings_of(context.task_config)
-        records = sink_records(spark, context, settings, converters)
+        records = sink_records(
+            spark,
+            context,
+            settings,
+            converters,
+            partial(sink_has_batch, spark, settings.output_path),
+        )
         return start_file_sink(
             records.rows,
             context,
