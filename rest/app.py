@@ -41,6 +41,7 @@ from rest.progress import progress_router
 from rest.security import RestSecurity
 from rest.ui import ui_router
 from worker.plugins.connector_configs import RegistryPlugins
+from worker.runtime.trigger_lag import overload_line
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +117,14 @@ def create_app(
     )
     async def health(herder: HerderDep) -> Response:
         """KIP-1017: 200 once the worker has joined the group and read its configs, 503
-        while it starts, 500 when it was ready and no longer is."""
+        while it starts, 500 when it was ready and no longer is. An overloaded worker
+        (`worker.runtime.trigger_lag`) stays healthy, since a restart would not give its
+        tasks more driver, and its message says which tasks are behind."""
         if herder.ready:
-            body = HealthBody(
-                status="healthy",
-                message="Worker has completed startup and is ready to handle requests.",
-            )
-            return JSONResponse(body.model_dump())
+            ready = "Worker has completed startup and is ready to handle requests."
+            overload = overload_line(runtime.trigger_lags())
+            message = ready if overload is None else f"{ready} {overload}"
+            return JSONResponse(HealthBody(status="healthy", message=message).model_dump())
         if herder.unhealthy is not None:
             body = HealthBody(status="unhealthy", message=herder.unhealthy)
             return JSONResponse(body.model_dump(), status_code=500)

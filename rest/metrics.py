@@ -28,6 +28,7 @@ from rest.herder_api import HerderDep
 from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import StartupCounts
+from worker.runtime.trigger_lag import TriggerLag, tasks_behind
 
 TASK_STATES = ("running", "paused", "failed", "unassigned", "destroyed")
 """The states Connect counts per connector (`connector-<state>-task-count`)."""
@@ -46,6 +47,8 @@ class RuntimeMetrics(Protocol):
 
     def errors(self) -> dict[ConnectorTaskId, BatchErrors]: ...
 
+    def trigger_lags(self) -> dict[ConnectorTaskId, TriggerLag]: ...
+
 
 class WorkerCollector(Collector):
     def __init__(self, worker: WorkerMetrics, runtime: RuntimeMetrics) -> None:
@@ -60,6 +63,7 @@ class WorkerCollector(Collector):
         yield from _sparkherd_metrics(metrics, self._runtime)
         yield from _progress_metrics(self._runtime.progress())
         yield from _error_metrics(self._runtime.errors())
+        yield from _lag_metrics(self._runtime.trigger_lags())
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
@@ -223,6 +227,30 @@ def _progress_metrics(progress: Mapping[ConnectorTaskId, TaskProgress]) -> Itera
             gauges["sparkherd_task_source_lag"].add_metric(key, seen.source_lag)
     yield rows
     yield from gauges.values()
+
+
+def _lag_metrics(lags: Mapping[ConnectorTaskId, TriggerLag]) -> Iterator[Metric]:
+    family = GaugeMetricFamily(
+        "sparkherd_task_trigger_lag_seconds",
+        "how long the task's next batch is overdue: the time since its newest commit "
+        "beyond one trigger interval (0 on cadence or waiting for data)",
+        labels=["connector", "task"],
+    )
+    for task, lag in sorted(lags.items()):
+        family.add_metric([task.connector, str(task.task)], lag.lag_s)
+    yield family
+    behind = len(tasks_behind(lags))
+    yield _gauge(
+        "sparkherd_worker_tasks_behind",
+        "running tasks whose trigger lag is over one interval (and over 1 s)",
+        behind,
+    )
+    yield _gauge(
+        "sparkherd_worker_overloaded",
+        "1 while a running task is behind its trigger: the worker has more tasks than its "
+        "driver can run on cadence (/health says which)",
+        int(behind > 0),
+    )
 
 
 TASK_ERROR_METRICS: Final = {

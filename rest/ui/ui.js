@@ -11,6 +11,7 @@
   const REFRESH_MS = 2000;
   const STATES = ["RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING", "UNASSIGNED", "DESTROYED"];
   const UNASSIGNED = "";
+  const OVERLOADED_MARK = "Overloaded:"; // how /health's message begins its overload line
   // The API's root: where /ui is served from, minus any user:password@ of the address
   // (fetch refuses URLs that carry credentials) and minus the /ui itself.
   const BASE = location.origin + location.pathname.replace(/\/ui\/?$/, "");
@@ -188,8 +189,14 @@
     node.className = `badge health-${/^[a-z]+$/.test(health.status) ? health.status : "unknown"}`;
     node.textContent = health.status;
     node.title = health.message || "";
-    // Only a worker that is not ready has something to say (warming up, joining, why not).
-    byId("health-message").textContent = health.status === "healthy" ? "" : health.message || "";
+    // A worker that is not ready says why (warming up, joining, unhealthy); a ready one
+    // speaks only of an overload: which tasks are behind their trigger.
+    const message = health.message || "";
+    const overload = message.indexOf(OVERLOADED_MARK);
+    const shown = health.status !== "healthy" ? message : overload >= 0 ? message.slice(overload) : "";
+    const line = byId("health-message");
+    line.textContent = shown;
+    line.classList.toggle("overloaded", health.status === "healthy" && overload >= 0);
   }
 
   function renderFacts(cluster, self) {

@@ -1,12 +1,15 @@
 """A task's metrics against its real output: bursts of input with idle triggers between
 them, on a real local Spark (issue 29, item 3: the total had stayed at a third of the
-rows written, and the batch id one ahead of the commit log); and its error totals (issue
-30, item 3) against the bad records written, across a restart of the task."""
+rows written, and the batch id one ahead of the commit log); its error totals (issue
+30, item 3) against the bad records written, across a restart of the task; and a task
+whose batches fall behind its trigger, reported as such while an idle one is not (issue
+34, item 2)."""
 
 from __future__ import annotations
 
 import asyncio
 import operator
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import partial
 from pathlib import Path
@@ -28,6 +31,7 @@ from worker.runtime.spark_task_runtime import SparkTaskRuntime
 from worker.runtime.task_errors import BatchErrors, read_batch_errors, write_batch_errors
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import TaskState
+from worker.runtime.trigger_lag import overload_line, tasks_behind
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -43,6 +47,8 @@ period below then holds several idle reports, as a real one of a minute would.""
 IDLE_S = 2.0
 TASK = ConnectorTaskId("bursts", 0)
 ERRORS_TASK = ConnectorTaskId("errors", 0)
+SLOW_TASK = ConnectorTaskId("slow", 0)
+SLOW_BATCH_S = 3.0
 
 
 class BurstsSettings(BaseModel):
@@ -113,6 +119,29 @@ class ErrorsConnector(BurstsConnector):
         return ErrorsTask()
 
 
+class SlowTask(Task):
+    """A batch every 100 ms asked for, each taking `SLOW_BATCH_S`: always behind."""
+
+    def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
+        return (
+            spark.readStream.format("rate-micro-batch")
+            .option("rowsPerBatch", 1)
+            .load()
+            .writeStream.foreachBatch(lambda _batch, _id: time.sleep(SLOW_BATCH_S))
+            .option("checkpointLocation", str(context.checkpoint_dir))
+            .queryName(context.query_name)
+            .trigger(processingTime="100 milliseconds")
+            .start()
+        )
+
+
+class SlowConnector(BurstsConnector):
+    name = "slow"
+
+    def create_task(self) -> Task:
+        return SlowTask()
+
+
 @pytest.fixture(scope="module")
 def spark_provider() -> Iterator[SparkSessionProvider]:
     provider = SparkSessionProvider(
@@ -137,7 +166,9 @@ async def runtime(
     task_runtime = SparkTaskRuntime(
         spark_provider,
         plugins_for(
-            PluginRegistry([BurstsConnector, ErrorsConnector]), checkpoints, spark_provider.get
+            PluginRegistry([BurstsConnector, ErrorsConnector, SlowConnector]),
+            checkpoints,
+            spark_provider.get,
         ),
         checkpoints,
         "127.0.0.1:8083",
@@ -260,3 +291,41 @@ async def test_error_totals_count_committed_batches_once_and_survive_a_restart(
     )
     assert final == committed_files()
     assert (final.record_errors, final.deadletterqueue_produce_requests) == (9, 9)
+
+
+async def test_a_task_behind_its_trigger_is_reported_and_an_idle_one_is_not(
+    runtime: SparkTaskRuntime, tmp_path: Path
+) -> None:
+    """The slow task commits a batch every 3 s of the ten a second its trigger asks for;
+    the idle one has no input at all. `/metrics` and `/health` read what is checked here
+    (`rest.metrics`, `rest.app`; their unit tests check how they show it)."""
+    input_dir = tmp_path / "in"
+    input_dir.mkdir()
+    idle = {
+        "connector.class": "bursts",
+        "tasks.max": "1",
+        "input.path": str(input_dir),
+        "output.path": str(tmp_path / "out"),
+    }
+    slow = {**idle, "connector.class": "slow"}
+    await runtime.start_task(TASK, idle, idle, 1)
+    await runtime.start_task(SLOW_TASK, slow, slow, 1)
+    await wait_until_async(
+        lambda: runtime.progress().get(TASK), WAIT_S, what="the idle task's first trigger"
+    )
+    lag = await wait_until_async(
+        lambda: runtime.trigger_lags().get(SLOW_TASK),
+        WAIT_S,
+        what="the slow task behind its trigger",
+        until=lambda lag: lag.behind,
+    )
+    assert lag.interval_s == 0.1
+    lags = runtime.trigger_lags()
+    assert lags[TASK].lag_s == 0.0, "a task waiting for data is not behind"
+    assert list(tasks_behind(lags)) == [SLOW_TASK]
+    line = overload_line(lags)
+    assert line is not None and "1 of 2 running tasks" in line and "slow-0" in line
+
+    await runtime.stop_task(SLOW_TASK)
+    assert SLOW_TASK not in runtime.trigger_lags()
+    assert overload_line(runtime.trigger_lags()) is None

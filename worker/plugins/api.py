@@ -2,8 +2,8 @@
 
 A connector validates its config, splits its work into task configs, and makes tasks;
 a task starts one Spark structured-streaming query. The framework owns everything
-around that: the `tasks.max` setting, where checkpoints live, which scheduler pool a
-query runs in, starting and stopping. This is the module a plugin imports
+around that: the `tasks.max` setting, where checkpoints live, how a query's jobs are
+tagged and scheduled, starting and stopping. This is the module a plugin imports
 (docs/connectors/plugins.md: "a `worker.plugins.api.Connector` subclass"); how a
 `connector.class` value finds a plugin is `worker.plugins.registry`.
 """
@@ -148,7 +148,7 @@ class Task(ABC):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         """Start the query and return it without waiting for data.
 
-        Blocking (py4j); the runtime calls it in a worker thread whose scheduler pool is
+        Blocking (py4j); the runtime calls it in a worker thread whose job tag is
         already set to the task's own. The query must checkpoint in
         `context.checkpoint_dir` so a restart, on any worker, resumes where it stopped.
         """

@@ -10,9 +10,11 @@ import json
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+from py4j.protocol import Py4JError
 
 from protocol.messages import ConnectorTaskId
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
@@ -22,6 +24,7 @@ from worker.runtime.task_claims import Claim
 from worker.runtime.task_error_totals import TaskErrorTotals, read_error_totals
 from worker.runtime.task_progress import TaskProgress, batch_id, fold_progress, needs_window
 from worker.runtime.task_state import FENCED_MARK
+from worker.runtime.trigger_lag import Cadence, trigger_lag
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -109,6 +112,26 @@ class TaskFencedError(RuntimeError):
 class Launched:
     query: StreamingQuery
     claim: Claim
+    interval_s: float | None = None
+    """The query's trigger interval (None: not a processing-time trigger)."""
+    started_at: float = 0.0
+    """Epoch seconds: when the query started."""
+
+
+def trigger_interval_s(query: StreamingQuery) -> float | None:
+    """Blocking: the query's processing-time trigger interval, asked of its execution
+    (PySpark keeps no trace of it); None for any other trigger."""
+    try:
+        interval = query._jsq.streamingQuery().trigger().intervalMs()
+    except Py4JError:
+        return None
+    return int(interval) / 1000 if int(interval) > 0 else None
+
+
+def waiting_for_data(query: StreamingQuery) -> bool:
+    """Blocking: whether the query's newest trigger found nothing to read (a trigger
+    that runs keeps the flag of the one before until it knows)."""
+    return not _parsed(query._jsq.status().json()).get("isDataAvailable")
 
 
 def fenced_launches(
@@ -181,6 +204,31 @@ def query_progress(
         progress = fold_progress(before, window, newest_committed_batch(checkpoint))
         if progress is not None:
             found[task_id] = progress
+    return found
+
+
+def trigger_cadences(
+    launches: Mapping[ConnectorTaskId, Launched],
+    progress: Mapping[ConnectorTaskId, TaskProgress],
+    watched: Callable[[ConnectorTaskId], bool],
+    now: float,
+) -> dict[ConnectorTaskId, Cadence]:
+    """Blocking: each query's cadence (`worker.runtime.trigger_lag`), of the tasks still
+    `watched` with a processing-time trigger. Whether a task waits for data is asked of
+    Spark only for a task that would otherwise lag (one look per lagging task) and has
+    reported a trigger: before its first, Spark's flag says no data whatever the source
+    holds, and a task starved of its first batch would pass for idle."""
+    found: dict[ConnectorTaskId, Cadence] = {}
+    for task_id, launched in launches.items():
+        if not watched(task_id) or launched.interval_s is None:
+            continue
+        seen = progress.get(task_id)
+        committed_at = seen.committed_at if seen is not None else None
+        cadence = Cadence(launched.interval_s, committed_at or launched.started_at)
+        lagging = seen is not None and trigger_lag(cadence, now).lag_s > 0
+        if lagging and waiting_for_data(launched.query):
+            cadence = replace(cadence, waiting_for_data=True)
+        found[task_id] = cadence
     return found
 
 

@@ -39,6 +39,7 @@ from worker.runtime.spark_queries import (
     fenced_launches,
     query_progress,
     stop_and_release,
+    trigger_cadences,
 )
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.task_claims import is_released
@@ -47,6 +48,7 @@ from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_launch import TaskLauncher
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import StartupCounts, StateListener, TaskState, TaskStatus
+from worker.runtime.trigger_lag import Cadence, TriggerLag, trigger_lag
 
 MONITOR_INTERVAL_S: Final = 1.0
 RELEASE_POLL_S: Final = 0.05
@@ -111,6 +113,7 @@ class SparkTaskRuntime(CheckpointOffsets):
         self._halts: set[asyncio.Task[None]] = set()
         self._progress: dict[ConnectorTaskId, TaskProgress] = {}
         self._errors: dict[ConnectorTaskId, TaskErrorTotals] = {}
+        self._cadences: dict[ConnectorTaskId, Cadence] = {}
         self.startups = StartupCounts()
         self.fenced = 0
         """Queries stopped because another worker claimed their task."""
@@ -146,6 +149,13 @@ class SparkTaskRuntime(CheckpointOffsets):
         """The running tasks' error totals over every batch their checkpoints committed,
         as of the last look (once a second)."""
         return {t: e.totals for t, e in self._errors.items() if t in self._runs}
+
+    def trigger_lags(self) -> dict[ConnectorTaskId, TriggerLag]:
+        """How far each running task is behind its trigger now (`worker.runtime.trigger_lag`),
+        from the last look at its cadence: a look that hangs lets the lag grow, not freeze."""
+        now = self._clock()
+        running = self.running()
+        return {t: trigger_lag(c, now) for t, c in self._cadences.items() if t in running}
 
     def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
         run = self._runs.get(task_id)
@@ -192,6 +202,7 @@ class SparkTaskRuntime(CheckpointOffsets):
         self._runs[task_id] = run
         self._progress.pop(task_id, None)
         self._errors.pop(task_id, None)
+        self._cadences.pop(task_id, None)
         self.startups.attempts += 1
         try:
             await asyncio.shield(launch)
@@ -339,6 +350,10 @@ class SparkTaskRuntime(CheckpointOffsets):
                 query_progress, launches, dict(self._progress), self._watched, self._checkpoint_root
             )
             self._progress.update(await self._monitor_thread.call(look))
+            pace = partial(
+                trigger_cadences, launches, dict(self._progress), self._watched, self._clock()
+            )
+            self._cadences.update(await self._monitor_thread.call(pace))
         except Exception as exc:
             log.debug("Could not read the tasks' progress: %s", exc)
         try:

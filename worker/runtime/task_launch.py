@@ -1,24 +1,21 @@
-"""The start of one task's query: claim its checkpoint, then start the query in the task's
-own FAIR pool with its jobs tagged. Blocking (py4j and checkpoint I/O): the runtime runs
-it on a thread.
+"""The start of one task's query: claim its checkpoint, then start the query with its jobs
+tagged. Blocking (py4j and checkpoint I/O): the runtime runs it on a thread.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
 
 from protocol.messages import ConnectorTaskId
 from worker.plugins.api import TaskContext
 from worker.plugins.connector_configs import RegistryPlugins
 from worker.runtime.checkpoint_fingerprint import fit
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
-from worker.runtime.spark_queries import Launched, TaskFencedError, job_tag
+from worker.runtime.spark_queries import Launched, TaskFencedError, job_tag, trigger_interval_s
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.task_claims import claim
-
-SCHEDULER_POOL_PROPERTY: Final = "spark.scheduler.pool"
 
 
 class TaskLauncher:
@@ -46,12 +43,14 @@ class TaskLauncher:
         task_config: Mapping[str, str],
         generation: int,
     ) -> Launched:
-        """Blocking: claim the task, then start its query in the task's own FAIR pool,
-        its jobs tagged with the task (`job_tag`).
+        """Blocking: claim the task, then start its query, its jobs tagged with the task
+        (`job_tag`).
 
         The query's execution thread inherits this thread's local properties when it is
-        created, so pool and tag are set only around `start` and cleared for whatever
-        this pooled thread runs next. Spark itself runs each query's jobs in a job group
+        created, so the tag is set only around `start` and cleared for whatever this
+        pooled thread runs next. The worker's scheduler runs jobs first come, first served
+        (`spark.scheduler.mode=FIFO` in `worker.runtime.spark_session`), so no task's
+        batches can keep another's from running. Spark itself runs each query's jobs in a job group
         of their own (the query's run id), so stopping one task cancels only its jobs.
         A claim overtaken while the query started means another worker started it too:
         this one stops again at once. The configs arrive as stored; their `${...}`
@@ -80,7 +79,6 @@ class TaskLauncher:
             topic_creation_enabled=self._topic_creation_enabled,
         )
         spark_context = spark.sparkContext
-        spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, str(task_id))
         spark_context.addJobTag(job_tag(task_id))
         try:
             fit(task_id.connector, task_id.task, checkpoint_dir, made_for)
@@ -89,10 +87,9 @@ class TaskLauncher:
             owned.release()
             raise
         finally:
-            spark_context.setLocalProperty(SCHEDULER_POOL_PROPERTY, None)
             spark_context.clearJobTags()
         holder = owned.fenced_by()
         if holder is not None:
             query.stop()
             raise TaskFencedError(task_id, holder)
-        return Launched(query, owned)
+        return Launched(query, owned, trigger_interval_s(query), time.time())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 
@@ -33,6 +34,9 @@ class TaskProgress:
     source_lag: int | None
     """How far the source's newest data is ahead of what the batch read, where the source
     says (Kafka: the end offsets minus the offsets read, over all partitions)."""
+    committed_at: float | None = None
+    """Epoch seconds: when the newest counted batch ended (its trigger's start plus its
+    duration, as Spark reports them); None while none is counted."""
 
 
 def batch_id(progress: Mapping[str, Any]) -> int:
@@ -67,8 +71,10 @@ def fold_progress(
     total = previous.input_rows_total if previous is not None else 0
     if batches:
         duration = int((batches[-1].get("durationMs") or {}).get("triggerExecution") or 0)
+        committed_at = _ended_at(batches[-1], duration)
     else:
         duration = previous.batch_duration_ms if previous is not None else 0
+        committed_at = previous.committed_at if previous is not None else None
     newest = window[-1]
     return TaskProgress(
         batch_id=max(counted, settled),
@@ -77,7 +83,18 @@ def fold_progress(
         processed_rows_per_second=_number(newest.get("processedRowsPerSecond")),
         batch_duration_ms=duration,
         source_lag=source_lag(newest.get("sources") or ()),
+        committed_at=committed_at,
     )
+
+
+def _ended_at(progress: Mapping[str, Any], duration_ms: int) -> float | None:
+    """The batch's trigger start (ISO 8601 in UTC, as Spark writes it) plus its duration,
+    in epoch seconds; None for a report without a readable start."""
+    try:
+        started = datetime.fromisoformat(str(progress["timestamp"]))
+    except (KeyError, ValueError):
+        return None
+    return started.timestamp() + duration_ms / 1000
 
 
 def _settles(progress: Mapping[str, Any]) -> int:

@@ -17,6 +17,7 @@ from rest.metrics import WorkerCollector
 from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import StartupCounts
+from worker.runtime.trigger_lag import TriggerLag
 
 PROMETHEUS = Path(__file__).resolve().parents[3] / "deploy" / "prometheus"
 SERIES = re.compile(r"\b(?:kafka_connect|sparkherd)_[a-z_]+")
@@ -32,6 +33,9 @@ class Runtime:
 
     def errors(self) -> dict[ConnectorTaskId, BatchErrors]:
         return {ConnectorTaskId("c", 0): BatchErrors(record_errors=1)}
+
+    def trigger_lags(self) -> dict[ConnectorTaskId, TriggerLag]:
+        return {ConnectorTaskId("c", 0): TriggerLag(3.0, 2.0)}
 
 
 def exported() -> set[str]:

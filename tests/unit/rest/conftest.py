@@ -19,6 +19,7 @@ from worker.plugins.registry import PluginRegistry
 from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import StartupCounts
+from worker.runtime.trigger_lag import TriggerLag
 
 
 @dataclass
@@ -29,12 +30,16 @@ class FakeRuntime:
     fenced: int = 0
     seen: dict[ConnectorTaskId, TaskProgress] = field(default_factory=dict)
     counted: dict[ConnectorTaskId, BatchErrors] = field(default_factory=dict)
+    lags: dict[ConnectorTaskId, TriggerLag] = field(default_factory=dict)
 
     def progress(self) -> dict[ConnectorTaskId, TaskProgress]:
         return dict(self.seen)
 
     def errors(self) -> dict[ConnectorTaskId, BatchErrors]:
         return dict(self.counted)
+
+    def trigger_lags(self) -> dict[ConnectorTaskId, TriggerLag]:
+        return dict(self.lags)
 
 
 RUNTIME = FakeRuntime()
@@ -43,6 +48,7 @@ RUNTIME = FakeRuntime()
 @pytest.fixture
 def runtime() -> FakeRuntime:
     RUNTIME.startups, RUNTIME.fenced, RUNTIME.seen, RUNTIME.counted = StartupCounts(), 0, {}, {}
+    RUNTIME.lags = {}
     return RUNTIME
 
 

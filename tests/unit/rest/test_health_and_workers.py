@@ -6,7 +6,9 @@ from fastapi.testclient import TestClient
 
 from herder.views import WorkerState
 from protocol.messages import Allocation, ConnectorTaskId
+from tests.unit.rest.conftest import FakeRuntime
 from tests.unit.rest.fake_herder import WORKER_ID, FakeHerder
+from worker.runtime.trigger_lag import OVERLOADED_MARK, TriggerLag
 
 
 def test_health_follows_the_herder(client: TestClient, herder: FakeHerder) -> None:
@@ -52,3 +54,19 @@ def test_workers_shows_the_herder_view(client: TestClient, herder: FakeHerder) -
             }
         ],
     }
+
+
+def test_an_overloaded_worker_stays_healthy_and_says_which_tasks_are_behind(
+    client: TestClient, runtime: FakeRuntime
+) -> None:
+    runtime.lags = {
+        ConnectorTaskId("gen", 0): TriggerLag(0.0, 2.0),
+        ConnectorTaskId("gen", 1): TriggerLag(9.5, 2.0),
+    }
+    answer = client.get("/health")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["status"] == "healthy"
+    assert body["message"].startswith("Worker has completed startup and is ready")
+    assert f"{OVERLOADED_MARK} 1 of 2 running tasks are behind" in body["message"]
+    assert "gen-1 9.5 s" in body["message"]

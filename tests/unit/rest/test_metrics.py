@@ -17,6 +17,7 @@ from worker.runtime.task_error_totals import TaskErrorTotals, read_error_totals
 from worker.runtime.task_errors import BatchErrors, write_batch_errors
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import TaskState
+from worker.runtime.trigger_lag import TriggerLag
 
 
 def scrape(client: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -145,3 +146,21 @@ def test_each_task_reports_its_error_totals_from_its_checkpoint(
         assert all(sample.name == name for sample in samples.values())
         assert samples[(("connector", "k2f"), ("task", "0"))].value == value, name
         assert samples[(("connector", "k2f"), ("task", "1"))].value == 0, name
+
+
+def test_a_task_behind_its_trigger_shows_in_its_lag_and_the_overload_gauge(
+    client: TestClient, runtime: FakeRuntime
+) -> None:
+    on_cadence, starved = ConnectorTaskId("gen", 0), ConnectorTaskId("gen", 1)
+    runtime.lags = {on_cadence: TriggerLag(0.0, 2.0)}
+    seen = scrape(client)
+    assert seen[("sparkherd_task_trigger_lag_seconds", (("connector", "gen"), ("task", "0")))] == 0
+    assert seen[("sparkherd_worker_overloaded", ())] == 0
+    assert seen[("sparkherd_worker_tasks_behind", ())] == 0
+    runtime.lags[starved] = TriggerLag(9.5, 2.0)
+    seen = scrape(client)
+    assert (
+        seen[("sparkherd_task_trigger_lag_seconds", (("connector", "gen"), ("task", "1")))] == 9.5
+    )
+    assert seen[("sparkherd_worker_overloaded", ())] == 1
+    assert seen[("sparkherd_worker_tasks_behind", ())] == 1

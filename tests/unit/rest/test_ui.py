@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from rest.auth import OPEN_PATHS, require_authentication
 from rest.ui import ASSETS, ui_router
+from worker.runtime.trigger_lag import OVERLOADED_MARK
 
 ROOT = Path(__file__).resolve().parents[3]
 UI_DIR = ROOT / "rest" / "ui"
@@ -78,3 +79,8 @@ def test_every_file_of_the_page_ships_in_the_package() -> None:
     assert sorted(ASSETS) == shipped
     for name in shipped:
         assert any(fnmatch.fnmatch(f"ui/{name}", pattern) for pattern in patterns), name
+
+
+def test_the_page_finds_the_overload_line_by_the_mark_health_writes() -> None:
+    script = (UI_DIR / "ui.js").read_text(encoding="utf-8")
+    assert f'const OVERLOADED_MARK = "{OVERLOADED_MARK}";' in script

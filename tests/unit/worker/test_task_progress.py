@@ -169,3 +169,14 @@ def test_kafka_lag_is_latest_minus_read_over_partitions() -> None:
     assert source_lag([kafka]) == 6
     assert source_lag([{"endOffset": "3", "latestOffset": "7"}]) is None
     assert source_lag([{"endOffset": "not json", "latestOffset": None}]) is None
+
+
+def test_the_commit_time_is_the_newest_counted_batch_s_end() -> None:
+    """Its trigger's start (ISO 8601 in UTC, as Spark writes it) plus its duration; an
+    idle report does not move it."""
+    started = "2026-11-26T18:00:00.000Z"
+    first = fold_progress(None, [batch(0, 10, timestamp=started)], newest_committed=0)
+    assert first is not None and first.committed_at == 1_795_716_000.1
+    later = fold_progress(first, [batch(0, 10, timestamp=started), idle(1)], 0)
+    assert later is not None and later.committed_at == first.committed_at
+    assert fold_progress(None, [batch(0, 10)], newest_committed=0) is not None
