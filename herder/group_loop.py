@@ -4,8 +4,9 @@ Every source of change posts an event to one queue (the heartbeat, the watchdog
 `fence_when_out_of_touch`, the ticker of the scheduled rebalance, config changes, REST
 requests, a claim another worker took, `leave_for_good`); the loop hands each event to
 the machine and does what comes back: a step at a time in its own task (join, carry an
-assignment out, a chore), commands that cannot wait at once (stopping all work when the
-coordinator may have given it away). Decisions live in the machine; here is only I/O.
+assignment out, a chore), the REST requests in a task of theirs beside it, commands that
+cannot wait at once (stopping all work when the coordinator may have given it away).
+Decisions live in the machine; here is only I/O.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from herder import lifecycle_messages as do
 from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigStore
 from herder.joining import JoinCallbacks
-from herder.lifecycle import Lifecycle, MemberState
+from herder.lifecycle import Lifecycle
 from herder.lifecycle_messages import (
     ClaimedElsewhere,
     ConfigChanged,
@@ -31,7 +32,10 @@ from herder.lifecycle_messages import (
     Joined,
     LeaveRequested,
     LifecycleSettings,
+    MemberState,
     RequestsArrived,
+    RequestsServed,
+    RestartsDue,
     Step,
     StepDone,
     StopRequested,
@@ -70,6 +74,7 @@ class GroupLoop:
         work: LocalWork,
         task_configs: TaskConfigWriter,
         requests: RequestQueue,
+        restarts: RequestQueue,
         clock: Callable[[], float],
         new_token: Callable[[], str] = lambda: secrets.token_hex(8),
     ) -> None:
@@ -79,6 +84,7 @@ class GroupLoop:
         self._work = work
         self._task_configs = task_configs
         self._requests = requests
+        self._restarts = restarts
         self._clock = clock
         max_version = max_version_for(parse_connect_protocol(settings.connect_protocol))
         self.lifecycle = Lifecycle(
@@ -91,6 +97,7 @@ class GroupLoop:
         self.self_fencings = 0
         self._events: asyncio.Queue[Event | Exception] = asyncio.Queue()
         self._step: asyncio.Task[None] | None = None
+        self._lane: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._handed_off = asyncio.Event()
@@ -239,6 +246,7 @@ class GroupLoop:
         self._start_up.begin()
         helpers = [
             asyncio.create_task(self._relay(self._requests.arrived, RequestsArrived())),
+            asyncio.create_task(self._relay(self._restarts.arrived, RestartsDue())),
             asyncio.create_task(self._relay(self._work.claimed_elsewhere, ClaimedElsewhere())),
         ]
         self._ticker = asyncio.create_task(self._tick(), name="ticker")
@@ -252,7 +260,7 @@ class GroupLoop:
                 if isinstance(event, FenceDue):
                     self._fence_posted = False
         finally:
-            for task in (*helpers, self._ticker, self._step, self._heartbeat_task):
+            for task in (*helpers, self._ticker, self._step, self._lane, self._heartbeat_task):
                 await cancel_and_wait(task)
 
     async def stop(self) -> None:
@@ -319,8 +327,10 @@ class GroupLoop:
             case do.RequestRebalance(generation_number):
                 reason = "scheduled rebalance delay expired"
                 await self.configs.request_rebalance(generation_number, reason)
-            case do.RunRequests():
-                await self._requests.run_pending()
+            case do.RunRestarts():
+                await self._restarts.run_pending()
+            case do.ServeRequests():
+                self._lane = asyncio.create_task(self._serve_requests(), name="request-lane")
             case do.Pause(seconds):
                 await asyncio.sleep(seconds)
             case do.Running():
@@ -334,6 +344,14 @@ class GroupLoop:
             case do.Note(level, text):
                 log.log(LOG_LEVELS[level], "%s", text)
         return None
+
+    async def _serve_requests(self) -> None:
+        try:
+            await self._requests.run_pending()
+        except Exception as exc:  # the loop's end: `run` raises it
+            self._events.put_nowait(exc)
+            return
+        self._events.put_nowait(RequestsServed())
 
     # -- steps -----------------------------------------------------------------------------
 

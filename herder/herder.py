@@ -70,6 +70,8 @@ class DistributedHerder:
         self._prepare_topics = prepare_topics
         self._set_logger_level = set_logger_level
         self._requests = RequestQueue(settings.request_timeout_s)
+        self._restarts = RequestQueue(settings.request_timeout_s)
+        """Automatic restarts: between rebalances, unlike REST requests (`Lifecycle`)."""
         self._work = LocalWork(
             settings.worker_id,
             runtime,
@@ -79,11 +81,18 @@ class DistributedHerder:
             self._generation,
             clock,
             restart_policy=auto_restart or RestartPolicy(),
-            submit=self._requests.submit,
+            submit=self._restarts.submit,
         )
         task_configs = TaskConfigWriter(configs, plugins, clock)
         self._loop = GroupLoop(
-            settings, member, configs, self._work, task_configs, self._requests, clock
+            settings,
+            member,
+            configs,
+            self._work,
+            task_configs,
+            self._requests,
+            self._restarts,
+            clock,
         )
         self.admin = ClusterAdmin(
             configs, statuses, plugins, task_configs, runtime, self._leader, self._requests.submit
@@ -168,6 +177,7 @@ class DistributedHerder:
     async def stop(self) -> None:
         """Stop every task, record them UNASSIGNED, then leave the group and close."""
         self._requests.close()
+        self._restarts.close()
         await self._work.close_restarts()
         for task in (self._watchdog, self._loop_task):
             await cancel_and_wait(task)

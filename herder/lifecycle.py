@@ -11,15 +11,15 @@ The loop's own work runs one *step* at a time (prepare, join, carry an assignmen
 a chore between rebalances, a back-off); a step ends with an event (`Joined`,
 `StepDone`, ...), and only then does the machine give the next one. What arrives
 meanwhile is remembered (`Chore`) or done at once (`Decision.now`: a fence stops the
-work while a join is still under way). `TRANSITIONS` lists every (state, event) pair the
-machine reacts to; a pair in `IGNORED` is stale by rule (a heartbeat's answer that
-arrives after the next join began); any other is a bug in the caller (`IllegalTransition`).
+work while a join is still under way). REST requests run in a lane beside the steps
+(`ServeRequests`), and the rejoin config changes ask for waits until it is idle, so a
+burst of writes shares one round. `TRANSITIONS` lists every (state, event) pair the
+machine reacts to, `IGNORED` those stale by rule; any other is a bug in the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import Enum
 from typing import Any, get_args
 
 from herder import lifecycle_messages as do
@@ -38,8 +38,11 @@ from herder.lifecycle_messages import (
     Joined,
     LeaveRequested,
     LifecycleSettings,
+    MemberState,
     Prepared,
     RequestsArrived,
+    RequestsServed,
+    RestartsDue,
     Step,
     StepDone,
     StopRequested,
@@ -58,21 +61,6 @@ BEHIND = "cannot read the config topic to its end"
 SHUTTING_DOWN = "the worker is shutting down"
 
 
-class MemberState(Enum):
-    """Where the worker stands; `views.WorkerState` is what `/health` makes of it."""
-
-    STARTING = "starting"
-    """Warming the runtime up and probing the broker, before the first join."""
-    JOINING = "joining"
-    APPLYING = "applying"
-    """Carrying out the assignment of the generation just joined (heartbeats run)."""
-    MEMBER = "member"
-    """Between rebalances: chores one at a time, until something asks for a rejoin."""
-    BACKING_OFF = "backing off"
-    """Out of the group after the config topic could not be read, until a pause ends."""
-    STOPPED = "stopped"
-
-
 class IllegalTransition(RuntimeError):
     """An event the machine cannot receive in its state: a bug in whoever drives it."""
 
@@ -89,6 +77,7 @@ class Lifecycle:
         self.applied_generation = -1
         self.step: Step | None = None
         self.pending: set[Chore] = set()
+        self.serving = False  # the request lane runs (`ServeRequests`)
         self.heartbeating = False
         self.leaving = False
         self.rejoin_at_ms: int | None = None
@@ -117,7 +106,7 @@ class Lifecycle:
     def handle(self, event: Event) -> Decision:
         handler = TRANSITIONS.get((self.state, type(event)))
         if handler is not None:
-            return handler(self, event)
+            return self._serve(handler(self, event))
         if type(event) in IGNORED.get(self.state, ()):
             return Decision()
         raise IllegalTransition(f"{type(event).__name__} while {self.state.value}")
@@ -129,7 +118,7 @@ class Lifecycle:
         return Decision(now, commands)
 
     def _join(self, *first: do.Command) -> Decision:
-        self.pending -= {Chore.REJOIN, Chore.CONFIG, Chore.REFRESH}
+        self.pending -= {Chore.REJOIN, Chore.CONFIG, Chore.RECONFIGURE, Chore.REFRESH}
         self._fenced_in_join = False
         self.state = MemberState.JOINING
         if self.group_version == EAGER_VERSION:
@@ -155,14 +144,24 @@ class Lifecycle:
         if Chore.CONFIG in self.pending:
             self.pending.discard(Chore.CONFIG)
             return self._run(Step.CONFIG, *([do.ReconcileTaskConfigs()] if self.is_leader else []))
+        if Chore.RECONFIGURE in self.pending and not self.serving:
+            return self._join()
         if Chore.REFRESH in self.pending:
             self.pending.discard(Chore.REFRESH)
             if self.is_leader:
                 return self._run(Step.REFRESH, do.RefreshTaskConfigs())
-        if Chore.REQUESTS in self.pending:
-            self.pending.discard(Chore.REQUESTS)
-            return self._run(Step.REQUESTS, do.RunRequests())
+        if Chore.RESTARTS in self.pending:
+            self.pending.discard(Chore.RESTARTS)
+            return self._run(Step.RESTARTS, do.RunRestarts())
         return Decision()
+
+    def _serve(self, decision: Decision) -> Decision:
+        """`decision`, and the request lane if requests wait (not before the first join)."""
+        waiting = Chore.REQUESTS in self.pending and self.generation is not None
+        if self.serving or not waiting or self.state not in _IN_GROUP:
+            return decision
+        self.serving, self.pending = True, self.pending - {Chore.REQUESTS}
+        return Decision((*decision.now, do.ServeRequests()), decision.step)
 
     def _chore(self, chore: Chore, *now: do.Command) -> Decision:
         """Remember `chore`; start the next one if the member is idle."""
@@ -254,7 +253,7 @@ class Lifecycle:
         if finished is Step.SETTLE:
             self.catch_up_failures = 0
         if finished is Step.CONFIG and event.work_changed:
-            self.pending.add(Chore.REJOIN)
+            self.pending.add(Chore.RECONFIGURE)
             return self._run(Step.FOLLOW, do.FollowTargetStates())
         if finished is Step.CONFIG:
             return self._run(Step.FOLLOW, do.FollowConfig())
@@ -335,11 +334,16 @@ class Lifecycle:
             self._announced_in, self._released_in = self.applied_generation, None
         return self._chore(Chore.REJOIN)
 
-    def _config_changed(self, event: ConfigChanged) -> Decision:
-        return self._chore(Chore.CONFIG)
+    def _remember(self, event: ConfigChanged | RestartsDue) -> Decision:
+        return self._chore(Chore.CONFIG if isinstance(event, ConfigChanged) else Chore.RESTARTS)
 
     def _requests_arrived(self, event: RequestsArrived) -> Decision:
-        return self._chore(Chore.REQUESTS)
+        self.pending.add(Chore.REQUESTS)
+        return Decision()
+
+    def _requests_served(self, event: RequestsServed) -> Decision:
+        self.serving = False
+        return self._next() if self.state is MemberState.MEMBER and not self.step else Decision()
 
     def _tick(self, event: Tick) -> Decision:
         if self.rejoin_at_ms is not None and event.now_ms >= self.rejoin_at_ms:
@@ -363,10 +367,8 @@ _LIVE = (_S.STARTING, _S.JOINING, _S.APPLYING, _S.MEMBER, _S.BACKING_OFF)
 _IN_GROUP = (_S.JOINING, _S.APPLYING, _S.MEMBER)
 
 
-def _in(
-    states: tuple[MemberState, ...], event: type[Event], handler: Handler
-) -> dict[Any, Handler]:
-    return {(state, event): handler for state in states}
+def _in(states: tuple[MemberState, ...], event: type[Event], h: Handler) -> dict[Any, Handler]:
+    return {(state, event): h for state in states}
 
 
 TRANSITIONS: dict[tuple[MemberState, type[Event]], Handler] = {
@@ -379,8 +381,10 @@ TRANSITIONS: dict[tuple[MemberState, type[Event]], Handler] = {
     **_in(_IN_GROUP, ClaimedElsewhere, Lifecycle._rejoin_wanted),
     (_S.MEMBER, Tick): Lifecycle._tick,
     **_in(_LIVE, FenceDue, Lifecycle._fence_due),
-    **_in(_LIVE, ConfigChanged, Lifecycle._config_changed),
+    **_in(_LIVE, ConfigChanged, Lifecycle._remember),
+    **_in(_LIVE, RestartsDue, Lifecycle._remember),
     **_in(_LIVE, RequestsArrived, Lifecycle._requests_arrived),
+    **_in(_LIVE, RequestsServed, Lifecycle._requests_served),
     **_in(_LIVE, LeaveRequested, Lifecycle._rejoin_wanted),
     **_in(_LIVE, StopRequested, Lifecycle._stop),
 }

@@ -17,12 +17,15 @@ from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment
 
 
 class Chore(Enum):
-    """What a member has to do once its current step ends, in this order."""
+    """What a member has to do once its current step ends, in this order (the REST
+    requests excepted: they wait only for the request lane, `Lifecycle.serving`)."""
 
     SCHEDULED_REBALANCE = "the scheduled rebalance"
     REJOIN = "a rejoin"
     CONFIG = "following the config topic"
+    RECONFIGURE = "a rejoin for a config change, once the REST requests are served"
     REFRESH = "the leader's task config refresh"
+    RESTARTS = "the automatic restarts due"
     REQUESTS = "the REST requests queued"
 
 
@@ -35,8 +38,23 @@ class Step(Enum):
     CONFIG = "react to a config change"
     FOLLOW = "follow the config topic"
     REFRESH = "refresh task configs"
-    REQUESTS = "run REST requests"
+    RESTARTS = "run the automatic restarts due"
     BACK_OFF = "back off"
+
+
+class MemberState(Enum):
+    """Where the worker stands; `views.WorkerState` is what `/health` makes of it."""
+
+    STARTING = "starting"
+    """Warming the runtime up and probing the broker, before the first join."""
+    JOINING = "joining"
+    APPLYING = "applying"
+    """Carrying out the assignment of the generation just joined (heartbeats run)."""
+    MEMBER = "member"
+    """Between rebalances: chores one at a time, until something asks for a rejoin."""
+    BACKING_OFF = "backing off"
+    """Out of the group after the config topic could not be read, until a pause ends."""
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -120,6 +138,16 @@ class RequestsArrived:
 
 
 @dataclass(frozen=True)
+class RestartsDue:
+    """Automatic restarts came due (`herder.restart_timer`): they run between rebalances."""
+
+
+@dataclass(frozen=True)
+class RequestsServed:
+    """The request lane ran what was queued when it began (`ServeRequests`)."""
+
+
+@dataclass(frozen=True)
 class Tick:
     """Time passed: the scheduled rebalance may be due, the leader refreshes task configs."""
 
@@ -147,6 +175,8 @@ Event = (
     | ConfigChanged
     | ClaimedElsewhere
     | RequestsArrived
+    | RequestsServed
+    | RestartsDue
     | Tick
     | LeaveRequested
     | StopRequested
@@ -262,8 +292,15 @@ class RequestRebalance:
 
 
 @dataclass(frozen=True)
-class RunRequests:
+class RunRestarts:
     pass
+
+
+@dataclass(frozen=True)
+class ServeRequests:
+    """Run the queued REST requests in the request lane, beside whatever step runs (a
+    join, a carry-out starting tasks), and post `RequestsServed` when they are done: a
+    write answers once the config topic has it, not once the work it causes is done."""
 
 
 @dataclass(frozen=True)
@@ -317,7 +354,8 @@ Command = (
     | ReconcileTaskConfigs
     | RefreshTaskConfigs
     | RequestRebalance
-    | RunRequests
+    | RunRestarts
+    | ServeRequests
     | Pause
     | Running
     | TurnedReady

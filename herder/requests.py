@@ -1,9 +1,11 @@
-"""REST requests enter the herder through one queue that its group loop drains.
+"""REST requests enter the herder through a queue that its group loop drains.
 
-Kafka Connect's herder works the same way: a request never runs beside the loop, so a
-connector write cannot interleave with the handling of a config change or a rebalance,
-and a request that arrives before the worker has joined the group waits for the join
-(up to a time-out) instead of failing because no leader is known yet.
+The requests run one at a time, in a lane of their own beside the loop's steps
+(`herder.lifecycle`): a write answers once the config topic has it, as in Kafka
+Connect, not once the rebalance and the task starts it causes are done. A request
+that arrives before the worker has joined the group waits for the join (up to a
+time-out) instead of failing because no leader is known yet. The automatic restarts
+use a queue of their own, which the loop drains between rebalances.
 """
 
 from __future__ import annotations

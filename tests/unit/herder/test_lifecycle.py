@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from herder import lifecycle_messages as do
-from herder.lifecycle import IGNORED, TRANSITIONS, IllegalTransition, Lifecycle, MemberState
+from herder.lifecycle import IGNORED, TRANSITIONS, IllegalTransition, Lifecycle
 from herder.lifecycle_messages import (
     ClaimedElsewhere,
     ConfigChanged,
@@ -20,8 +20,11 @@ from herder.lifecycle_messages import (
     Joined,
     LeaveRequested,
     LifecycleSettings,
+    MemberState,
     Prepared,
     RequestsArrived,
+    RequestsServed,
+    RestartsDue,
     Step,
     StepDone,
     StopRequested,
@@ -103,8 +106,8 @@ def member(event: Joined | None = None) -> Lifecycle:
 
 def busy_member() -> Lifecycle:
     subject = member()
-    subject.handle(RequestsArrived())
-    assert subject.step is Step.REQUESTS
+    subject.handle(Tick(2_000))
+    assert subject.step is Step.REFRESH
     return subject
 
 
@@ -145,6 +148,8 @@ AN_EVENT: dict[type, Event] = {
     ConfigChanged: ConfigChanged(),
     ClaimedElsewhere: ClaimedElsewhere(),
     RequestsArrived: RequestsArrived(),
+    RequestsServed: RequestsServed(),
+    RestartsDue: RestartsDue(),
     Tick: Tick(10_000),
     LeaveRequested: LeaveRequested(),
     StopRequested: StopRequested(),
@@ -376,14 +381,81 @@ def test_a_config_change_is_followed_and_new_work_needs_a_rebalance(work_changed
     assert after == ([do.Join] if work_changed else [])
 
 
-def test_requests_run_when_the_member_is_idle() -> None:
-    assert member().handle(RequestsArrived()).step == (do.RunRequests(),)
+# -- the request lane ------------------------------------------------------------------------
+
+SERVE = Decision((do.ServeRequests(),))
+
+
+def test_requests_run_in_their_lane_at_once_when_the_member_is_idle() -> None:
+    subject = member()
+    assert subject.handle(RequestsArrived()) == SERVE and subject.step is None
+
+
+def test_requests_do_not_wait_for_a_join_nor_for_the_carry_out_it_brings() -> None:
+    subject = member()
+    assert kinds(subject.handle(HeartbeatAnswered(HeartbeatOutcome.REJOIN)).step) == [do.Join]
+    assert subject.handle(RequestsArrived()) == SERVE
+    subject.handle(RequestsServed())
+    carry_out = subject.handle(joined(2, answer(assigned=Allocation.of(["d"])), owned=TASK))
+    assert do.StartWork in kinds(carry_out.step) and subject.step is Step.CARRY_OUT
+    assert subject.handle(RequestsArrived()) == SERVE
+
+
+def test_requests_sent_before_the_first_join_wait_for_it() -> None:
+    subject = joining()
+    assert subject.handle(RequestsArrived()) == Decision()
+    assert do.ServeRequests() in subject.handle(joined()).now
+
+
+def test_requests_wait_while_the_worker_backs_off_and_run_once_it_joins_again() -> None:
+    subject = member()
+    subject.handle(ConfigUnreadable())
+    assert subject.handle(RequestsArrived()) == Decision()
+    rejoin = subject.handle(StepDone())
+    assert kinds(rejoin.step) == [do.Join] and do.ServeRequests() in rejoin.now
+
+
+def test_requests_that_arrive_while_the_lane_runs_go_next_in_one_batch() -> None:
+    subject = member()
+    subject.handle(RequestsArrived())
+    assert subject.handle(RequestsArrived()) == Decision()
+    assert subject.handle(RequestsArrived()) == Decision()
+    assert subject.handle(RequestsServed()) == SERVE
+    assert subject.handle(RequestsServed()) == Decision() and not subject.serving
+
+
+def test_the_rejoin_config_changes_ask_for_waits_until_the_lane_is_idle() -> None:
+    """Two writes in a row: the second arrives while the first's change is being
+    followed, and both changes go to the group in one round."""
+    subject = member()
+    subject.handle(RequestsArrived())
+    assert subject.handle(ConfigChanged()).step == (do.ReconcileTaskConfigs(),)
+    subject.handle(RequestsServed())
+    subject.handle(RequestsArrived())
+    assert subject.handle(StepDone(TASK, work_changed=True)).step == (do.FollowTargetStates(),)
+    assert subject.handle(ConfigChanged()) == Decision()
+    assert subject.handle(StepDone(TASK)).step == (do.ReconcileTaskConfigs(),)
+    assert subject.handle(StepDone(TASK, work_changed=True)).step == (do.FollowTargetStates(),)
+    assert subject.handle(StepDone(TASK)) == Decision() and subject.state is MemberState.MEMBER
+    assert kinds(subject.handle(RequestsServed()).step) == [do.Join]
+
+
+def test_automatic_restarts_wait_for_the_step_under_way_not_for_the_lane() -> None:
+    subject = busy_member()
+    subject.handle(RequestsArrived())
+    assert subject.handle(RestartsDue()) == Decision()
+    assert subject.handle(StepDone()).step == (do.RunRestarts(),)
+
+
+def test_a_rejoin_the_group_asks_for_does_not_wait_for_the_lane() -> None:
+    subject = member()
+    subject.handle(RequestsArrived())
+    assert kinds(subject.handle(HeartbeatAnswered(HeartbeatOutcome.REJOIN)).step) == [do.Join]
 
 
 def test_what_arrives_during_a_step_waits_for_its_end_and_a_rejoin_comes_first() -> None:
     subject = busy_member()
     assert subject.handle(ConfigChanged()) == Decision()
-    assert subject.handle(RequestsArrived()) == Decision()
     assert subject.handle(HeartbeatAnswered(HeartbeatOutcome.REJOIN)) == Decision()
     assert kinds(subject.handle(StepDone()).step) == [do.Join]
 
