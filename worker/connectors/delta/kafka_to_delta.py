@@ -9,12 +9,18 @@ the first batch creating it, partitioned by `table.partition.by`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
 from worker.connectors.delta.checks import EVOLUTION_KEY, PARTITION_KEY, SchemaEvolution
-from worker.connectors.delta.sink import DeltaSink, delta_session, start_delta_sink
+from worker.connectors.delta.sink import (
+    DeltaSink,
+    delta_has_batch,
+    delta_session,
+    start_delta_sink,
+)
 from worker.connectors.kafka_sink import (
     KafkaSinkConnector,
     KafkaSinkSettings,
@@ -62,7 +68,13 @@ def settings_of(config: Mapping[str, str]) -> tuple[KafkaToDeltaSettings, Record
 class KafkaToDeltaTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings, converters = settings_of(context.task_config)
-        records = sink_records(spark, context, settings, converters)
+        records = sink_records(
+            spark,
+            context,
+            settings,
+            converters,
+            partial(delta_has_batch, spark, settings.table_path),
+        )
         sink = DeltaSink(
             delta_session(records.rows),
             settings.table_path,

@@ -211,3 +211,19 @@ def delta_session(rows: DataFrame) -> SparkSession:
     session = rows.sparkSession
     session.conf.set("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
     return session
+
+
+def delta_has_batch(
+    spark: SparkSession, path: str, checkpoint: Path, task: int, batch: int
+) -> bool:
+    """Whether the table at `path` holds batch `batch` of the checkpoint's query: Delta's
+    own record of the newest `txnVersion` committed under the query's `txnAppId` (what a
+    task asks before it takes partitions over from `checkpoint`,
+    `worker.connectors.partition_takeover`)."""
+    jvm: Any = spark._jvm
+    if not jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, path):
+        return False
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    none = jvm.scala.Option.empty()
+    committed = log.update(False, none, none).transactions().get(checkpoint_query_id(checkpoint))
+    return bool(committed.isDefined()) and int(committed.get()) >= batch

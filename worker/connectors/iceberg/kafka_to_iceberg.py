@@ -16,6 +16,8 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from pydantic import Field, SecretStr, field_validator
@@ -38,6 +40,7 @@ from worker.connectors.iceberg.table import (
     committed_snapshot,
     create_table,
     fitted,
+    table_exists,
 )
 from worker.connectors.jdbc.connection import check_jdbc_uri
 from worker.connectors.kafka_sink import (
@@ -249,15 +252,38 @@ class IcebergBatches:
         append(fitted(session, self._rules, rows), self._rules, app_id, batch_id)
 
 
+def use_catalog(session: SparkSession, settings: KafkaToIcebergSettings) -> None:
+    """The connector's catalog in `session`, which is the task's own: no other sees it."""
+    for key, value in catalog_conf(settings.rules().catalog, settings.catalog()).items():
+        session.conf.set(key, value)
+
+
+def iceberg_has_batch(
+    spark: SparkSession, settings: KafkaToIcebergSettings, checkpoint: Path, task: int, batch: int
+) -> bool:
+    """Whether the table holds batch `batch` of the checkpoint's query (a snapshot whose
+    summary names both): what a task asks before it takes partitions over from
+    `checkpoint` (`worker.connectors.partition_takeover`)."""
+    session = spark.newSession()
+    rules = settings.rules()
+    with catalog_errors(settings.password):
+        use_catalog(session, settings)
+        if not table_exists(session, rules):
+            return False
+        query_id = checkpoint_query_id(checkpoint)
+        return committed_snapshot(session, rules, query_id, batch) is not None
+
+
 class KafkaToIcebergTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings, converters = settings_of(context.task_config)
-        records = sink_records(spark, context, settings, converters)
+        records = sink_records(
+            spark, context, settings, converters, partial(iceberg_has_batch, spark, settings)
+        )
         session = records.rows.sparkSession
         rules = settings.rules()
         with catalog_errors(settings.password):
-            for key, value in catalog_conf(rules.catalog, settings.catalog()).items():
-                session.conf.set(key, value)
+            use_catalog(session, settings)
             check_table_exists(session, rules)
         return start_claimed_query(
             records.rows,

@@ -13,12 +13,15 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from pydantic import Field, field_validator
 
 from worker.connectors.claimed_batches import start_claimed_query
 from worker.connectors.jdbc.connection import JdbcConnectionSettings
+from worker.connectors.jdbc.ledger import has_batch
 from worker.connectors.jdbc.row_shape import PkMode, RowShapeError, row_shape
 from worker.connectors.jdbc.sql import TOPIC_VARIABLE, IdentifierError, InsertMode, table_for
 from worker.connectors.jdbc.tables import JdbcTables, SinkRules
@@ -175,12 +178,30 @@ def settings_of(config: Mapping[str, str]) -> tuple[KafkaToJdbcSettings, RecordC
     return settings, converters
 
 
+def jdbc_has_batch(tables: JdbcTables, checkpoint: Path, task: int, batch: int) -> bool:
+    """Whether the database holds batch `batch` of the checkpoint's query: in `insert`
+    mode its ledger says; `upsert` and `update` write by key, so a batch written twice
+    leaves the same rows, and it counts as not written. What a task asks before it takes
+    partitions over from `checkpoint` (`worker.connectors.partition_takeover`)."""
+    if tables.rules.insert_mode != "insert":
+        return False
+    with tables.connection() as connection:
+        tables.ensure_ledger(connection)
+        with tables.statements(connection, "the ledger") as cursor:
+            cursor.execute(has_batch(), (checkpoint_query_id(checkpoint), batch))
+            found = cursor.fetchone() is not None
+        connection.rollback()
+    return found
+
+
 class KafkaToJdbcTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings, converters = settings_of(context.task_config)
         tables = JdbcTables(settings.database, settings.rules())
         tables.check(settings.topics)
-        records = sink_records(spark, context, settings, converters)
+        records = sink_records(
+            spark, context, settings, converters, partial(jdbc_has_batch, tables)
+        )
         writer = JdbcBatchWriter(
             tables,
             TaskIdentity(

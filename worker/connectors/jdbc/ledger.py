@@ -50,6 +50,11 @@ def claim() -> str:
     )
 
 
+def has_batch() -> str:
+    """Parameters: query id, batch id. A row: the batch was committed."""
+    return f"SELECT 1 FROM {LEDGER.sql()} WHERE query_id = %s AND batch_id = %s"
+
+
 def forget_old() -> str:
     """Parameters: query id, the oldest batch id kept."""
     return f"DELETE FROM {LEDGER.sql()} WHERE query_id = %s AND batch_id < %s"
