@@ -15,6 +15,7 @@ from herder.settings import HerderSettings
 from herder.task_configs import TaskConfigWriter
 from herder.work import LocalWork
 from protocol.codec import encode_subscription
+from protocol.connector_table import subscription_table
 from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment, Subscription
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,9 @@ class JoinCallbacks:
                 instance_id=self._settings.group_instance_id,
                 leaving=lifecycle.leaving,
                 incarnation=lifecycle.settings.incarnation,
+                connector_table=subscription_table(
+                    snapshot.connectors, lifecycle.version, lifecycle.group_version
+                ),
             )
         )
 

@@ -23,6 +23,7 @@ from herder.assignor import (
 from herder.config_store import ConfigSnapshot
 from herder.membership import JoinedMembers
 from protocol.codec import encode_assignment
+from protocol.connector_table import KNOWN_TABLES, NO_TABLE
 from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment, Subscription
 from protocol.negotiation import LeaderInfo, plan_versions
 from protocol.versions import is_cooperative
@@ -71,15 +72,20 @@ class LeaderPlanner:
         snapshot: ConfigSnapshot,
         now_ms: int,
     ) -> dict[str, bytes]:
+        table = KNOWN_TABLES.add(snapshot.connectors)
         plan = plan_versions(members.metadata, self._leader_max_version)
         leader = LeaderInfo(members.leader_id, leader_url, snapshot.offset)
         for member, reason in plan.malformed.items():
             log.warning("member %s sent unreadable metadata (%s); it gets no work", member, reason)
+        for member, reason in plan.stale.items():
+            log.info("member %s: %s; everyone catches up on the config and rejoins", member, reason)
         for member, sub in plan.probed.items():
             log.info("member %s speaks v%d; probing it down", member, sub.version)
         assignments: dict[str, Assignment] = plan.rejections(leader)
         self.hand_over_changes = {}
-        if plan.requires_empty_eager_round:
+        if plan.requires_config_catch_up:
+            assignments |= plan.catch_up(leader)
+        elif plan.requires_empty_eager_round:
             log.info("group downgrades to eager: an empty round first, so all work stops")
             self._assignor = None
             assignments |= {member: plan.empty_assignment(leader) for member in plan.subscriptions}
@@ -103,7 +109,7 @@ class LeaderPlanner:
                 )
         self.unplaced = unplaced_work(snapshot.configured(), plan.subscriptions, assignments)
         return {
-            member: encode_assignment(answering(plan.subscriptions.get(member), a))
+            member: encode_assignment(answering(plan.subscriptions.get(member), a, table))
             for member, a in assignments.items()
         }
 
@@ -128,11 +134,16 @@ class LeaderPlanner:
         )
 
 
-def answering(subscription: Subscription | None, assignment: Assignment) -> Assignment:
-    """The assignment, naming the run of the process whose subscription it answers."""
+def answering(
+    subscription: Subscription | None, assignment: Assignment, table: int = NO_TABLE
+) -> Assignment:
+    """The assignment, naming the run of the process whose subscription it answers, and
+    naming connectors by the indexes of the leader's connector `table` when the member
+    holds that same table (it said so in its subscription), in full otherwise."""
     if subscription is None:
         return assignment
-    return replace(assignment, incarnation=subscription.incarnation)
+    shared = table if subscription.connector_table == table else NO_TABLE
+    return replace(assignment, incarnation=subscription.incarnation, connector_table=shared)
 
 
 def unplaced_work(

@@ -16,6 +16,14 @@ lengths) so that zlib finds the repetition; it is compressed when that makes it 
         RangeStarts  => [int32]   first task of every range, grouped by name in Names order
         RangeLengths => [int32]   number of tasks of every range (>= 1)
 
+From v4 on (`write_indexed_allocation`) the content starts with the connectors named by
+their index in the message's `ConnectorTable`, and `Names` holds only those outside it:
+
+      IndexedContent => IndexGaps Content
+        IndexGaps    => [int32]   first index, then each index minus the previous (>= 1)
+
+The table's names come first in the order Connectors and RangeCounts refer to, then Names.
+
 A decoded allocation never exceeds `MAX_TASKS` tasks, `MAX_CONTENT_BYTES` of content or
 `MAX_NAME_CHARACTERS` of names (front-coding lets 5 bytes stand for a 32 KB name), so a few
 hostile bytes cannot make the leader build millions of objects.
@@ -27,7 +35,9 @@ import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
+from itertools import accumulate
 
+from protocol.connector_table import ConnectorTable, UnknownConnectorTable
 from protocol.errors import EncodeError
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from protocol.wire import INT16_MAX, INT32_MAX, Reader, Writer
@@ -47,10 +57,34 @@ class ContentFormat(IntEnum):
 
 
 def write_allocation(writer: Writer, allocation: Allocation, field: str) -> None:
+    _write_body(writer, allocation, field, None)
+
+
+def write_indexed_allocation(
+    writer: Writer, allocation: Allocation, field: str, table: ConnectorTable
+) -> None:
+    _write_body(writer, allocation, field, table)
+
+
+def read_allocation(reader: Reader, field: str) -> Allocation:
+    return _read_body(reader, field, None, 0)
+
+
+def read_indexed_allocation(
+    reader: Reader, field: str, table: ConnectorTable | None, fingerprint: int
+) -> Allocation:
+    """`table` is this process's table of `fingerprint`, None when it holds none."""
+    return _read_body(reader, field, table, fingerprint)
+
+
+_Table = ConnectorTable | None
+
+
+def _write_body(writer: Writer, allocation: Allocation, field: str, table: _Table) -> None:
     if allocation.is_empty():
         writer.nullable_bytes(None, field)
         return
-    content = _encode_content(allocation, field)
+    content = _encode_content(allocation, field, table)
     content_format = ContentFormat.PLAIN
     if len(content) >= COMPRESSION_THRESHOLD:
         compressed = zlib.compress(content, 9)
@@ -59,7 +93,8 @@ def write_allocation(writer: Writer, allocation: Allocation, field: str) -> None
     writer.nullable_bytes(bytes([content_format]) + content, field)
 
 
-def read_allocation(reader: Reader, field: str) -> Allocation:
+def _read_body(reader: Reader, field: str, table: _Table, fingerprint: int) -> Allocation:
+    """`fingerprint` 0: the content has no index gaps (before v4)."""
     body = reader.nullable_bytes(field)
     if body is None:
         return EMPTY_ALLOCATION
@@ -70,23 +105,34 @@ def read_allocation(reader: Reader, field: str) -> Allocation:
         content = _inflate(reader, content, field)
     elif content_format != ContentFormat.PLAIN:
         raise reader.error(f"{field} has unknown content format {content_format}")
-    return _decode_content(Reader(content, f"{reader.context} {field}"))
+    content_reader = Reader(content, f"{reader.context} {field}")
+    if table is None and fingerprint == 0:
+        return _decode_content(content_reader, [])
+    return _decode_content(content_reader, _read_indexed_names(content_reader, table, fingerprint))
 
 
-def _encode_content(allocation: Allocation, field: str) -> bytes:
+def _encode_content(allocation: Allocation, field: str, table: _Table) -> bytes:
     tasks_by_name: defaultdict[str, list[int]] = defaultdict(list)
     for task in allocation.tasks:
         if not 0 <= task.task <= INT32_MAX:
             raise EncodeError(f"{field}: task {task} is outside 0..{INT32_MAX}")
         tasks_by_name[task.connector].append(task.task)
-    names = sorted(allocation.connectors | tasks_by_name.keys())
+    every_name = sorted(allocation.connectors | tasks_by_name.keys())
+    in_table = {} if table is None else table.index_of
+    indexed = [name for name in every_name if name in in_table]
+    spelled = [name for name in every_name if name not in in_table]
+    names = indexed + spelled
     ranges = [list(_ranges(sorted(tasks_by_name.get(name, ())))) for name in names]
     index_of = {name: index for index, name in enumerate(names)}
 
     writer = Writer()
-    writer.array_count(len(names), f"{field} names")
+    if table is not None:
+        indexes = [in_table[name] for name in indexed]
+        gaps = [b - a for a, b in zip([0, *indexes], indexes, strict=False)]
+        writer.int32_array(gaps, f"{field} index gaps")
+    writer.array_count(len(spelled), f"{field} names")
     previous = ""
-    for name in names:
+    for name in spelled:
         shared = _shared_prefix_length(previous, name)
         writer.int16(shared, f"{field} name prefix")
         writer.string(name[shared:], f"{field} connector name")
@@ -101,8 +147,28 @@ def _encode_content(allocation: Allocation, field: str) -> bytes:
     return writer.getvalue()
 
 
-def _decode_content(reader: Reader) -> Allocation:
-    names = _read_names(reader)
+def _read_indexed_names(reader: Reader, table: _Table, fingerprint: int) -> list[str]:
+    gaps = reader.int32_array("index gaps")
+    if not gaps:
+        return []
+    if table is None:
+        raise UnknownConnectorTable(
+            f"{reader.context}: names connectors by indexes into connector table "
+            f"{fingerprint & 0xFFFFFFFFFFFFFFFF:016x}, which this worker does not hold "
+            "(its config snapshot names other connectors)"
+        )
+    if gaps[0] < 0 or any(gap < 1 for gap in gaps[1:]):
+        raise reader.error("connector indexes must be ascending and distinct")
+    indexes = list(accumulate(gaps))
+    if indexes[-1] >= len(table.names):
+        raise reader.error(
+            f"connector index {indexes[-1]} is outside the table's 0..{len(table.names) - 1}"
+        )
+    return [table.names[index] for index in indexes]
+
+
+def _decode_content(reader: Reader, indexed: list[str]) -> Allocation:
+    names = indexed + _read_names(reader, set(indexed))
     connectors = frozenset(
         names[index] for index in _read_indexes(reader, "connectors", len(names))
     )
@@ -123,10 +189,9 @@ def _decode_content(reader: Reader) -> Allocation:
     return Allocation(connectors, tasks)
 
 
-def _read_names(reader: Reader) -> list[str]:
+def _read_names(reader: Reader, seen: set[str]) -> list[str]:
     count = reader.array_count("names", _NAME_ENTRY_MIN_SIZE)
     names: list[str] = []
-    seen: set[str] = set()
     characters = 0
     previous = ""
     for _ in range(count):

@@ -10,6 +10,7 @@ highest supported version, so even a reader older than every layer learns both.
                  v1 => v0 Allocation                       (current allocation, KIP-415)
                  v2 => v1 InstanceId:nullable string Leaving:int8 (0 or 1)
                  v3 => v2 Incarnation:string                (this run of the process)
+                 v4 => v3 ConnectorTable:int64 [IndexedAllocation]
 
     Assignment   v0 => Version:int16 LeaderMaxVersion:int16 Error:int16 LeaderId:string
                        LeaderUrl:string ConfigOffset:int64 Assigned:Allocation
@@ -17,6 +18,14 @@ highest supported version, so even a reader older than every layer learns both.
                  v2 => v1                                   (no new fields)
                  v3 => v2 AwaitingRelease:Allocation Incarnation:string
                                            (same-round hand-over, the run it answers)
+                 v4 => v3 ConnectorTable:int64 [Assigned Revoked AwaitingRelease]
+                                           (each an IndexedAllocation)
+
+From v4 on a message whose ConnectorTable is not 0 carries its allocations only in the
+bracketed v4 fields, indexed by that table (`protocol.connector_table`), and writes the
+earlier versions' allocation fields empty; with 0 it has no bracketed fields. A v3 reader
+thus reads such a v4 subscription as one that owns nothing, which is why a worker indexes
+its subscription only once the whole group speaks v4 (herder/joining.py).
 
 `Allocation` is described in `protocol.allocation_format`. A value written in a version that
 lacks some of its fields is written without them (an eager v0 assignment has nothing
@@ -29,9 +38,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-from protocol.allocation_format import read_allocation, write_allocation
+from protocol.allocation_format import (
+    read_allocation,
+    read_indexed_allocation,
+    write_allocation,
+    write_indexed_allocation,
+)
+from protocol.connector_table import KNOWN_TABLES, NO_TABLE, ConnectorTable
 from protocol.errors import EncodeError
-from protocol.messages import Assignment, AssignmentError, Subscription
+from protocol.messages import (
+    EMPTY_ALLOCATION,
+    Allocation,
+    Assignment,
+    AssignmentError,
+    Subscription,
+)
+from protocol.versions import INDEXED_CONNECTORS_VERSION
 from protocol.wire import Reader, Writer
 
 T = TypeVar("T")
@@ -112,8 +134,18 @@ def _read_subscription_v0(reader: Reader, sub: Subscription) -> Subscription:
     )
 
 
+def _indexed(version: int, fingerprint: int) -> bool:
+    """Whether a message carries its allocations in its v4 fields, by table indexes."""
+    return version >= INDEXED_CONNECTORS_VERSION and fingerprint != NO_TABLE
+
+
+def _in_prefix(version: int, fingerprint: int, allocation: Allocation) -> Allocation:
+    return EMPTY_ALLOCATION if _indexed(version, fingerprint) else allocation
+
+
 def _write_subscription_v1(writer: Writer, sub: Subscription) -> None:
-    write_allocation(writer, sub.allocation, "allocation")
+    allocation = _in_prefix(sub.version, sub.connector_table, sub.allocation)
+    write_allocation(writer, allocation, "allocation")
 
 
 def _read_subscription_v1(reader: Reader, sub: Subscription) -> Subscription:
@@ -141,12 +173,45 @@ def _read_subscription_v3(reader: Reader, sub: Subscription) -> Subscription:
     return replace(sub, incarnation=reader.string("incarnation"))
 
 
+def _write_subscription_v4(writer: Writer, sub: Subscription) -> None:
+    writer.int64(sub.connector_table, "connector_table")
+    if _indexed(sub.version, sub.connector_table):
+        table = _known_table(sub.connector_table)
+        write_indexed_allocation(writer, sub.allocation, "allocation", table)
+
+
+def _read_subscription_v4(reader: Reader, sub: Subscription) -> Subscription:
+    fingerprint = reader.int64("connector_table")
+    if fingerprint == NO_TABLE:
+        return sub
+    if not sub.allocation.is_empty():
+        raise reader.error("an indexed subscription has an allocation in its v1 field")
+    allocation = _read_indexed(reader, "allocation", fingerprint)
+    return replace(sub, connector_table=fingerprint, allocation=allocation)
+
+
+def _known_table(fingerprint: int) -> ConnectorTable:
+    table = KNOWN_TABLES.get(fingerprint)
+    if table is None:
+        raise EncodeError(f"connector table {fingerprint} was not built by this process")
+    return table
+
+
+def _read_indexed(reader: Reader, field: str, fingerprint: int) -> Allocation:
+    table = KNOWN_TABLES.get(fingerprint)
+    return read_indexed_allocation(reader, field, table, fingerprint)
+
+
 def _write_assignment_v0(writer: Writer, assignment: Assignment) -> None:
     writer.int16(assignment.error, "error")
     writer.string(assignment.leader_id, "leader_id")
     writer.string(assignment.leader_url, "leader_url")
     writer.int64(assignment.config_offset, "config_offset")
-    write_allocation(writer, assignment.assigned, "assigned")
+    write_allocation(writer, _assignment_prefix(assignment, assignment.assigned), "assigned")
+
+
+def _assignment_prefix(assignment: Assignment, allocation: Allocation) -> Allocation:
+    return _in_prefix(assignment.version, assignment.connector_table, allocation)
 
 
 def _read_assignment_v0(reader: Reader, assignment: Assignment) -> Assignment:
@@ -164,7 +229,7 @@ def _read_assignment_v0(reader: Reader, assignment: Assignment) -> Assignment:
 
 
 def _write_assignment_v1(writer: Writer, assignment: Assignment) -> None:
-    write_allocation(writer, assignment.revoked, "revoked")
+    write_allocation(writer, _assignment_prefix(assignment, assignment.revoked), "revoked")
     if assignment.delay_ms < 0:
         raise EncodeError(f"delay_ms must not be negative, got {assignment.delay_ms}")
     writer.int32(assignment.delay_ms, "delay_ms")
@@ -179,16 +244,45 @@ def _read_assignment_v1(reader: Reader, assignment: Assignment) -> Assignment:
 
 
 def _write_assignment_v3(writer: Writer, assignment: Assignment) -> None:
-    write_allocation(writer, assignment.awaiting_release, "awaiting_release")
+    awaiting = _assignment_prefix(assignment, assignment.awaiting_release)
+    write_allocation(writer, awaiting, "awaiting_release")
     writer.string(assignment.incarnation, "incarnation")
 
 
 def _read_assignment_v3(reader: Reader, assignment: Assignment) -> Assignment:
-    awaiting = read_allocation(reader, "awaiting_release")
-    if not awaiting.tasks <= assignment.assigned.tasks or awaiting.connectors:
-        raise reader.error("awaiting_release must be tasks of the assignment")
+    awaiting = _awaited(reader, assignment, read_allocation(reader, "awaiting_release"))
     incarnation = reader.string("incarnation")
     return replace(assignment, awaiting_release=awaiting, incarnation=incarnation)
+
+
+def _awaited(reader: Reader, assignment: Assignment, awaiting: Allocation) -> Allocation:
+    if not awaiting.tasks <= assignment.assigned.tasks or awaiting.connectors:
+        raise reader.error("awaiting_release must be tasks of the assignment")
+    return awaiting
+
+
+_ASSIGNMENT_ALLOCATIONS = ("assigned", "revoked", "awaiting_release")
+
+
+def _write_assignment_v4(writer: Writer, assignment: Assignment) -> None:
+    writer.int64(assignment.connector_table, "connector_table")
+    if _indexed(assignment.version, assignment.connector_table):
+        table = _known_table(assignment.connector_table)
+        for field in _ASSIGNMENT_ALLOCATIONS:
+            write_indexed_allocation(writer, getattr(assignment, field), field, table)
+
+
+def _read_assignment_v4(reader: Reader, assignment: Assignment) -> Assignment:
+    fingerprint = reader.int64("connector_table")
+    if fingerprint == NO_TABLE:
+        return assignment
+    if any(getattr(assignment, field).size() for field in _ASSIGNMENT_ALLOCATIONS):
+        raise reader.error("an indexed assignment has allocations in its earlier fields")
+    assigned = _read_indexed(reader, "assigned", fingerprint)
+    revoked = _read_indexed(reader, "revoked", fingerprint)
+    indexed = replace(assignment, connector_table=fingerprint, assigned=assigned, revoked=revoked)
+    awaiting = _read_indexed(reader, "awaiting_release", fingerprint)
+    return replace(indexed, awaiting_release=_awaited(reader, indexed, awaiting))
 
 
 def _subscription_header(sub: Subscription) -> tuple[int, int]:
@@ -217,6 +311,7 @@ CURRENT_LAYOUT = Layout(
             Layer(_write_subscription_v1, _read_subscription_v1),
             Layer(_write_subscription_v2, _read_subscription_v2),
             Layer(_write_subscription_v3, _read_subscription_v3),
+            Layer(_write_subscription_v4, _read_subscription_v4),
         ),
     ),
     assignment=MessageFormat(
@@ -228,6 +323,7 @@ CURRENT_LAYOUT = Layout(
             Layer(_write_assignment_v1, _read_assignment_v1),
             NO_NEW_FIELDS_ASSIGNMENT,
             Layer(_write_assignment_v3, _read_assignment_v3),
+            Layer(_write_assignment_v4, _read_assignment_v4),
         ),
     ),
 )

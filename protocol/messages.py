@@ -93,6 +93,10 @@ class Subscription:
     """A token of this run of the worker process (v3+), which the leader echoes in the
     member's assignment: a static member's first join can then tell an assignment made
     for this run from one the coordinator replays from its predecessor (KIP-345)."""
+    connector_table: int = 0
+    """The fingerprint of the worker's `ConnectorTable` (v4+): its allocation names
+    connectors by their indexes in it, and the leader answers in it when it holds the
+    same. 0: every connector is named in full."""
 
     @property
     def identity(self) -> str:
@@ -124,6 +128,9 @@ class Assignment:
     `worker.runtime.task_claims`), so the hand-over costs no second round."""
     incarnation: str = ""
     """The `incarnation` of the subscription this assignment answers (v3+)."""
+    connector_table: int = 0
+    """The fingerprint of the `ConnectorTable` whose indexes name the connectors of the
+    allocations (v4+), which is the member's own; 0: they are named in full."""
 
     @property
     def failed(self) -> bool:

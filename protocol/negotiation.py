@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from protocol.codec import CURRENT_CODEC, Codec
+from protocol.connector_table import UnknownConnectorTable
 from protocol.errors import DecodeError
 from protocol.messages import Allocation, Assignment, AssignmentError, Subscription
 from protocol.versions import EAGER_VERSION
@@ -48,7 +49,11 @@ class VersionPlan:
     than the leader knows; their value is the prefix the leader could read, so the assignor
     can treat their allocation as still owned (they keep running it while they rejoin at a
     version the leader speaks) instead of handing it to others. `malformed` maps each member
-    whose bytes could not be decoded to the reason, for the leader's log.
+    whose bytes could not be decoded to the reason, for the leader's log. `stale` maps each
+    member whose allocation indexes a connector table the leader does not hold (their config
+    snapshots name different connectors) to the reason: what it runs is unknown, so the
+    round assigns nothing and everyone reads the config to its end and rejoins
+    (`requires_config_catch_up`).
     """
 
     group_version: int
@@ -56,6 +61,11 @@ class VersionPlan:
     subscriptions: Mapping[str, Subscription]
     probed: Mapping[str, Subscription]
     malformed: Mapping[str, str]
+    stale: Mapping[str, str]
+
+    @property
+    def requires_config_catch_up(self) -> bool:
+        return bool(self.stale)
 
     @property
     def requires_empty_eager_round(self) -> bool:
@@ -90,6 +100,12 @@ class VersionPlan:
             member: malformed for member in self.malformed
         }
 
+    def catch_up(self, leader: LeaderInfo) -> dict[str, Assignment]:
+        """Every member's answer in a round with stale members: no work, read the config
+        to its end and rejoin, which brings the stale members to the leader's table."""
+        mismatch = self.empty_assignment(leader, AssignmentError.CONFIG_MISMATCH)
+        return dict.fromkeys([*self.subscriptions, *self.stale], mismatch)
+
 
 def plan_versions(
     members: Mapping[str, bytes], leader_max_version: int, codec: Codec = CURRENT_CODEC
@@ -107,9 +123,13 @@ def plan_versions(
     subscriptions: dict[str, Subscription] = {}
     probed: dict[str, Subscription] = {}
     malformed: dict[str, str] = {}
+    stale: dict[str, str] = {}
     for member, metadata in members.items():
         try:
             sub = codec.decode_subscription(metadata)
+        except UnknownConnectorTable as exc:
+            stale[member] = str(exc)
+            continue
         except DecodeError as exc:
             malformed[member] = str(exc)
             continue
@@ -126,6 +146,7 @@ def plan_versions(
         subscriptions=subscriptions,
         probed=probed,
         malformed=malformed,
+        stale=stale,
     )
 
 

@@ -4,7 +4,8 @@ Versions only ever append fields (see `protocol.layout`), so any reader can read
 payload up to the fields it knows. v0 is eager: full assignments, nothing revoked, no
 allocation in subscriptions. v1 adds KIP-415's incremental cooperative fields (current
 allocation, revoked, scheduled delay). v2 adds the static instance id and the leaving flag.
-v3 adds the tasks an assignment hands over in the round that revokes them.
+v3 adds the tasks an assignment hands over in the round that revokes them. v4 names
+connectors by their index in a config snapshot both sides hold (`protocol.connector_table`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ lists, so versions are negotiated inside the metadata instead (KIP-268)."""
 
 EAGER_VERSION = 0
 FIRST_COOPERATIVE_VERSION = 1
-CURRENT_VERSION = 3
+CURRENT_VERSION = 4
 LEAVING_FLAG_VERSION = 2
 """The first version whose subscription can say that a member is leaving (a hand-off)."""
 SAME_ROUND_HAND_OVER_VERSION = 3
 """The first version whose members wait for a task's release before they start it, so a
 leader may assign a task in the round that revokes it (`Assignment.awaiting_release`)."""
+INDEXED_CONNECTORS_VERSION = 4
+"""The first version whose allocations may name connectors by their index in a shared
+`ConnectorTable`, which keeps a 100-worker group's metadata under 1 MB whatever the names."""
 
 
 class ConnectProtocol(StrEnum):

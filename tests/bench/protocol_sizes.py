@@ -5,9 +5,11 @@ the offsets topic, so their sum must stay under `message.max.bytes` (1,048,588 b
 we keep a margin and require < 1,000,000). The group: 100 workers share 1,000 connectors of
 100 tasks each, spread per connector (worker w runs task t of connector c when
 (c + t) % 100 == w, i.e. one task of every connector: the layout hardest to compress), and
-connector c runs on worker c % 100. Two naming schemes as people write them are measured and
-the worse decides; random names show the floor of the format: every payload must carry the
-names it mentions, and 12 random letters are ~7 bytes of entropy that nothing can compress.
+connector c runs on worker c % 100. Every member shares the leader's config snapshot, so
+from v4 on payloads name connectors by their index in it (`protocol.connector_table`) and
+the names themselves no longer matter: numbered, descriptive and random 12-letter names (~7
+bytes of entropy each, which nothing can compress) all gate. The v3 rows show what members
+that name every connector in full send (a group still upgrading); they do not gate.
 
 Run: .venv/bin/python -m tests.bench.protocol_sizes   (exit status 1 when over the limit)
 """
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from protocol.codec import encode_assignment, encode_subscription
+from protocol.connector_table import KNOWN_TABLES, NO_TABLE
 from protocol.messages import (
     EMPTY_ALLOCATION,
     Allocation,
@@ -87,7 +90,7 @@ class Naming:
 NAMINGS = (
     Naming("numbered", numbered_names, gating=True),
     Naming("descriptive", descriptive_names, gating=True),
-    Naming("random", random_names, gating=False),
+    Naming("random", random_names, gating=True),
 )
 
 
@@ -101,22 +104,23 @@ def allocations(names: Sequence[str]) -> list[Allocation]:
     return [Allocation.of(connectors[w], tasks[w]) for w in range(WORKERS)]
 
 
-def subscription(worker: int, allocation: Allocation) -> Subscription:
+def subscription(worker: int, allocation: Allocation, version: int, table: int) -> Subscription:
     return Subscription(
-        version=CURRENT_VERSION,
-        max_version=CURRENT_VERSION,
+        version=version,
+        max_version=version,
         worker_id=f"worker-{worker:03d}.sparkherd.svc.cluster.local:8083",
         url=f"http://worker-{worker:03d}.sparkherd.svc.cluster.local:8083",
         config_offset=123_456,
         allocation=allocation,
         instance_id=f"sparkherd-{worker}",
+        connector_table=table,
     )
 
 
-def assignment(assigned: Allocation, revoked: Allocation) -> Assignment:
+def assignment(assigned: Allocation, revoked: Allocation, version: int, table: int) -> Assignment:
     return Assignment(
-        version=CURRENT_VERSION,
-        leader_max_version=CURRENT_VERSION,
+        version=version,
+        leader_max_version=version,
         error=AssignmentError.NONE,
         leader_id="worker-000-5f1c2d9e-8a7b-4c3d-9e2f-1a2b3c4d5e6f",
         leader_url="http://worker-000.sparkherd.svc.cluster.local:8083",
@@ -124,6 +128,7 @@ def assignment(assigned: Allocation, revoked: Allocation) -> Assignment:
         assigned=assigned,
         revoked=revoked,
         delay_ms=0,
+        connector_table=table,
     )
 
 
@@ -166,13 +171,33 @@ ROUNDS = (
 )
 
 
-def measure(shares: Sequence[Allocation], round_: Round) -> tuple[int, int]:
+@dataclass(frozen=True)
+class Encoding:
+    label: str
+    version: int
+    indexed: bool
+    gating: bool
+
+
+ENCODINGS = (
+    Encoding(f"v{CURRENT_VERSION}", CURRENT_VERSION, indexed=True, gating=True),
+    Encoding("v3", 3, indexed=False, gating=False),
+)
+
+
+def measure(
+    shares: Sequence[Allocation], round_: Round, version: int, table: int
+) -> tuple[int, int]:
     subscriptions = sum(
-        len(encode_subscription(subscription(w, round_.reported(share))))
+        len(encode_subscription(subscription(w, round_.reported(share), version, table)))
         for w, share in enumerate(shares)
     )
     assignments = sum(
-        len(encode_assignment(assignment(round_.assigned(share), round_.revoked(share))))
+        len(
+            encode_assignment(
+                assignment(round_.assigned(share), round_.revoked(share), version, table)
+            )
+        )
         for share in shares
     )
     return subscriptions, assignments
@@ -181,20 +206,25 @@ def measure(shares: Sequence[Allocation], round_: Round) -> tuple[int, int]:
 def main() -> int:
     print(
         f"{WORKERS} workers, {CONNECTORS} connectors x {TASKS_PER_CONNECTOR} tasks, "
-        f"protocol v{CURRENT_VERSION}; limit {LIMIT_BYTES:,} bytes"
+        f"newest protocol v{CURRENT_VERSION}; limit {LIMIT_BYTES:,} bytes"
     )
-    print(f"{'names':<12} {'round':<48} {'subscriptions':>13} {'assignments':>12} {'sum':>10}")
+    print(
+        f"{'names':<12} {'ver':<4} {'round':<48} {'subscriptions':>13} {'assignments':>12} "
+        f"{'sum':>10}"
+    )
     worst_gating = 0
-    for naming in NAMINGS:
-        shares = allocations(naming.names())
+    for naming, encoding in product(NAMINGS, ENCODINGS):
+        names = naming.names()
+        shares = allocations(names)
+        table = KNOWN_TABLES.add(names) if encoding.indexed else NO_TABLE
         for round_ in ROUNDS:
-            subscriptions, assignments = measure(shares, round_)
+            subscriptions, assignments = measure(shares, round_, encoding.version, table)
             total = subscriptions + assignments
-            gating = naming.gating and round_.gating
+            gating = naming.gating and encoding.gating and round_.gating
             marker = " <- must fit" if gating else ""
             print(
-                f"{naming.label:<12} {round_.label:<48} {subscriptions:>13,} {assignments:>12,} "
-                f"{total:>10,}{marker}"
+                f"{naming.label:<12} {encoding.label:<4} {round_.label:<48} {subscriptions:>13,} "
+                f"{assignments:>12,} {total:>10,}{marker}"
             )
             if gating:
                 worst_gating = max(worst_gating, total)

@@ -37,6 +37,7 @@ from herder.lifecycle_messages import (
 )
 from herder.membership import Generation, HeartbeatOutcome, JoinedMembers
 from protocol.codec import decode_assignment, encode_assignment, encode_subscription
+from protocol.connector_table import subscription_table
 from protocol.messages import Allocation, Assignment, Subscription
 from protocol.versions import CURRENT_VERSION, EAGER_VERSION
 from tests.simulation.config_log import ConfigLog, Item
@@ -310,6 +311,11 @@ class SimWorker:
             config_offset=self.config_offset,
             allocation=self._owned(),
             leaving=self.leaving,
+            connector_table=subscription_table(
+                self._env.config.snapshot(self.config_offset).connectors,
+                self.version,
+                self.group_version,
+            ),
         )
 
     def _owned(self) -> Allocation:

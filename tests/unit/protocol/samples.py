@@ -1,7 +1,8 @@
-"""Sample values, the field-per-version table the tests hold the codec to, and a v4 layout.
+"""Sample values, the field-per-version table the tests hold the codec to, and a v5 layout.
 
-`readable` is an oracle written from the spec (which fields each version adds), independent
-of `protocol.layout`, so the cross-version tests can fail when the layout drifts.
+`readable` is an oracle written from the spec (which fields each version adds, and that an
+indexed v4 message carries its allocations only in its v4 fields), independent of
+`protocol.layout`, so the cross-version tests can fail when the layout drifts.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from protocol.codec import Codec
+from protocol.connector_table import KNOWN_TABLES, NO_TABLE
 from protocol.layout import CURRENT_LAYOUT, Layer, Layout
 from protocol.messages import (
     EMPTY_ALLOCATION,
@@ -21,17 +23,24 @@ from protocol.messages import (
 )
 from protocol.wire import Reader, Writer
 
-FUTURE_VERSION = 4
+FUTURE_VERSION = 5
 
 SUBSCRIPTION_FIELDS_SINCE: dict[int, dict[str, Any]] = {
     1: {"allocation": EMPTY_ALLOCATION},
     2: {"instance_id": None, "leaving": False},
     3: {"incarnation": ""},
+    4: {"connector_table": NO_TABLE},
 }
 ASSIGNMENT_FIELDS_SINCE: dict[int, dict[str, Any]] = {
     1: {"revoked": EMPTY_ALLOCATION, "delay_ms": 0},
     3: {"awaiting_release": EMPTY_ALLOCATION, "incarnation": ""},
+    4: {"connector_table": NO_TABLE},
 }
+INDEXED_ALLOCATIONS = {
+    Subscription: ("allocation",),
+    Assignment: ("assigned", "revoked", "awaiting_release"),
+}
+INDEXED_VERSION = 4
 
 Message = TypeVar("Message", Subscription, Assignment)
 
@@ -42,6 +51,10 @@ def readable(value: Message, reader_version: int) -> Message:
         SUBSCRIPTION_FIELDS_SINCE if isinstance(value, Subscription) else ASSIGNMENT_FIELDS_SINCE
     )
     layout_version = min(value.version, reader_version)
+    indexed = value.version >= INDEXED_VERSION and value.connector_table != NO_TABLE
+    if indexed and layout_version < INDEXED_VERSION:
+        emptied: dict[str, Any] = dict.fromkeys(INDEXED_ALLOCATIONS[type(value)], EMPTY_ALLOCATION)
+        value = replace(value, **emptied)
     for since, defaults in fields_since.items():
         if since > layout_version:
             value = replace(value, **defaults)
@@ -56,6 +69,9 @@ RUNNING = Allocation.of(
     ["orders-sink"], [*tasks("orders-sink", 0, 1, 2, 5), *tasks("payments-source", 3)]
 )
 REVOKED = Allocation.of(["payments-source"], tasks("payments-source", 0))
+TABLE = KNOWN_TABLES.add(["audit-sink", "orders-sink", "payments-source"])
+"""The samples' connector table: `payments-source` is at index 2, and every connector of
+`RUNNING` and `REVOKED` is in it."""
 
 
 def subscription(version: int, **changes: Any) -> Subscription:
@@ -73,6 +89,8 @@ def subscription(version: int, **changes: Any) -> Subscription:
         base = replace(base, instance_id="sparkherd-1", leaving=True)
     if version >= 3:
         base = replace(base, incarnation="5f0c1e2d3a4b6978")
+    if version >= 4:
+        base = replace(base, connector_table=TABLE)
     return replace(base, **changes)
 
 
@@ -95,6 +113,8 @@ def assignment(version: int, **changes: Any) -> Assignment:
             awaiting_release=Allocation.of((), tasks("orders-sink", 1, 5)),
             incarnation="5f0c1e2d3a4b6978",
         )
+    if version >= 4:
+        base = replace(base, connector_table=TABLE)
     return replace(base, **changes)
 
 
@@ -121,12 +141,12 @@ def _read_epoch(reader: Reader, assignment: Assignment) -> Assignment:
 FUTURE_LAYOUT: Layout = CURRENT_LAYOUT.extended(
     Layer(_write_capacity, _read_capacity), Layer(_write_epoch, _read_epoch)
 )
-"""A simulated next release: v4 appends a capacity to subscriptions and an epoch to
+"""A simulated next release: v5 appends a capacity to subscriptions and an epoch to
 assignments, fields this release's values have no place for, as a real v4 would."""
 
 
 def codec_of_release(known_version: int) -> Codec:
-    """The codec of a release whose newest version is `known_version` (4 = simulated)."""
+    """The codec of a release whose newest version is `known_version` (5 = simulated)."""
     if known_version == FUTURE_VERSION:
         return Codec(layout=FUTURE_LAYOUT)
     return Codec(known_version)

@@ -20,8 +20,9 @@ from protocol.codec import (
     encode_assignment,
     encode_subscription,
 )
+from protocol.connector_table import NO_TABLE
 from protocol.messages import Allocation, Assignment, AssignmentError, Subscription
-from tests.unit.protocol.samples import assignment, subscription, tasks
+from tests.unit.protocol.samples import RUNNING, assignment, subscription, tasks
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "protocol"
 ZLIB_BEST_COMPRESSION_HEADER = b"\x78\xda"
@@ -42,10 +43,17 @@ CASES: dict[str, Subscription | Assignment] = {
     ),
     "subscription-v2-unicode": subscription(2, worker_id="wörker-ä:8083", instance_id=""),
     "subscription-v3": subscription(3),
+    "subscription-v4": subscription(4),
+    "subscription-v4-by-name": subscription(4, connector_table=NO_TABLE),
+    "subscription-v4-outside-the-table": subscription(
+        4, allocation=RUNNING.union(Allocation.of(["deleted-sink"], tasks("deleted-sink", 0)))
+    ),
     "assignment-v0": assignment(0),
     "assignment-v1": assignment(1, leader_max_version=2),
     "assignment-v2": assignment(2),
     "assignment-v3": assignment(3),
+    "assignment-v4": assignment(4),
+    "assignment-v4-by-name": assignment(4, connector_table=NO_TABLE),
     "assignment-v2-version-probe": assignment(
         2,
         error=AssignmentError.VERSION_PROBE,
