@@ -55,6 +55,7 @@ class Producer(threading.Thread):
         return self.sent
 
 
+@pytest.mark.parallel
 def test_every_record_lands_once_while_tasks_max_goes_2_4_1(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:

@@ -61,15 +61,15 @@ from worker.runtime.checkpoint_offsets import (
     newest_committed_batch,
     newest_planned_batch,
 )
-from worker.runtime.task_claims import CLAIMS_DIR, runs_stopped
+from worker.runtime.task_claims import CLAIMS_DIR, Claim, fence_stopping_run, runs_stopped
 
 SEED_FILE: Final = "sparkherd-start-offsets.json"
 LOCK_FILE: Final = ".handover.lock"
 KEPT: Final = frozenset({CLAIMS_DIR, FINGERPRINT_FILE})
 """What a retired checkpoint keeps: its claims still fence a zombie of its old run."""
 RELEASE_WAIT_S: Final = 60.0
-"""How long a take-over waits for the previous runs on the checkpoints it reads to stop;
-a run that never says so (its worker crashed) cannot commit either."""
+"""How long a take-over waits for the last runs on the checkpoints it reads to stop,
+before it fences them (`task_claims.fence_stopping_run`)."""
 LOCK_STALE_S: Final = 300.0
 """A lock this old was left by a worker that died while taking over."""
 POLL_S: Final = 0.1
@@ -108,7 +108,7 @@ def starting_offsets(
                 return starting
             return json.dumps(start_offsets(parts, positions_of(seed), starting))
         sources = {task: others[task] for task in holding(set(parts), held)}
-        _await_stopped_runs(sources)
+        _await_stopped_runs(sources, context.claim)
         sources[context.task] = own
         merged = merge_positions(
             [
@@ -182,18 +182,24 @@ def retire(checkpoint: Path) -> None:
             entry.unlink()
 
 
-def _await_stopped_runs(sources: Mapping[int, Path]) -> None:
+def _await_stopped_runs(sources: Mapping[int, Path], own: Claim | None) -> None:
+    """Until the last run on each checkpoint has stopped; after `RELEASE_WAIT_S`, those
+    still running are fenced (as the herder's hand-over of a task does) and the take-over
+    goes on."""
     deadline = time.monotonic() + RELEASE_WAIT_S
     waiting = dict(sources)
     while waiting:
         waiting = {task: path for task, path in waiting.items() if not runs_stopped(path)}
         if waiting and time.monotonic() >= deadline:
             log.warning(
-                "The previous runs of tasks %s did not release their checkpoints within "
-                "%.0f s; taking their partitions over all the same",
+                "The last runs of tasks %s did not stop within %.0f s; fencing them and "
+                "taking their partitions over",
                 sorted(waiting),
                 RELEASE_WAIT_S,
             )
+            for path in waiting.values():
+                if own is not None:
+                    fence_stopping_run(path, own.worker_id, own.generation)
             return
         if waiting:
             time.sleep(POLL_S)

@@ -147,6 +147,21 @@ def runs_stopped(checkpoint_dir: Path) -> bool:
     return newest is None or _released_marker(directory, newest).exists()
 
 
+def fence_stopping_run(checkpoint_dir: Path, worker_id: str, generation: int) -> None:
+    """Fence the run `runs_stopped` waited for in vain (its worker died, or its stop is
+    queued behind the wait): a claim over it, released at once, so that its next batch
+    stops before it commits and the task's next owner need not wait. A newer claim
+    fences it already, and one of a start still on its way must not be overtaken."""
+    directory = checkpoint_dir / CLAIMS_DIR
+    newest = _newest_epoch(directory)
+    if (
+        newest is not None
+        and _started_marker(directory, newest).exists()
+        and not _released_marker(directory, newest).exists()
+    ):
+        claim(checkpoint_dir, worker_id, generation).release()
+
+
 def _started_marker(directory: Path, epoch: int) -> Path:
     return directory / f"{_name(epoch)}{STARTED_SUFFIX}"
 

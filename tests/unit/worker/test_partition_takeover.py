@@ -31,7 +31,7 @@ from worker.plugins.api import TaskContext
 from worker.runtime.checkpoint_fingerprint import FINGERPRINT_FILE
 from worker.runtime.checkpoint_layout import HANDOVER_FILE, checkpoint_dir_for
 from worker.runtime.connector_offsets import reset_connector_offsets
-from worker.runtime.task_claims import claim, runs_stopped
+from worker.runtime.task_claims import claim, fence_stopping_run, runs_stopped
 
 
 def test_an_unchanged_split_or_an_added_partition_resumes_the_checkpoint() -> None:
@@ -159,6 +159,18 @@ def test_a_take_over_waits_only_for_runs_that_got_past_their_own_take_over(
     assert not runs_stopped(checkpoint), "a newer claim that began nothing fences, not stops"
     running.release()
     assert runs_stopped(checkpoint)
+
+
+def test_a_run_that_does_not_stop_is_fenced_but_a_start_on_its_way_is_not(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "task-0"
+    running = claim(checkpoint, "w1", 4)
+    running.mark_started()
+    fence_stopping_run(checkpoint, "w2", 5)
+    assert running.fenced_by() is not None
+    assert runs_stopped(checkpoint) is False, "fenced, not stopped"
+    on_its_way = claim(checkpoint, "w3", 5)
+    fence_stopping_run(checkpoint, "w2", 5)
+    assert on_its_way.fenced_by() is None
 
 
 def test_a_reset_forgets_handed_over_positions(tmp_path: Path) -> None:
