@@ -80,8 +80,9 @@ class KnownTables:
         self._tables.pop(fingerprint, None)
 
 
-KNOWN_TABLES = KnownTables(capacity=16)
-"""Enough for the tables of a few rounds of config changes between a join and its sync."""
+KNOWN_TABLES = KnownTables(capacity=64)
+"""Many more than the tables of the config changes between a join and its sync, even in
+the simulator, whose workers share one process."""
 
 
 def subscription_table(names: Iterable[str], version: int, group_version: int) -> int:
