@@ -3,9 +3,11 @@ target states, restart requests, log levels and task offsets.
 
 REST calls this class directly; a new operation is a method here, a route and a `ctl`
 command. Writes are the leader's (`require_leader` raises `NotLeader` elsewhere, and
-REST forwards). A write marked `@queued` runs inside the group loop, one at a time,
-through the herder's request queue, so each one sees the config topic as its own check
-left it.
+REST forwards). A write marked `@queued` runs one at a time through the herder's request
+queue, so each one sees the config topic as its own check left it; it answers once its
+records are written and read back (and, for a started connector, its task configs), not
+once the rebalance and the task starts they cause are done. It reconciles only its own
+connector's task configs: the leader's next round reconciles them all.
 """
 
 from __future__ import annotations
@@ -182,7 +184,7 @@ class ClusterAdmin:
             raise InvalidConnectorConfig(str(exc)) from exc
         await self._configs.put_connector_config(name, full, target_state)
         await self._configs.read_to_end()
-        await self._task_configs.reconcile()
+        await self._task_configs.reconcile(only=(name,))
         await self._configs.read_to_end()
         return self.connector(name)
 
@@ -192,7 +194,7 @@ class ClusterAdmin:
         await self._existing(name)
         await self._configs.put_target_state(name, state)
         await self._configs.read_to_end()
-        await self._task_configs.reconcile()
+        await self._task_configs.reconcile(only=(name,))
         await self._configs.read_to_end()
 
     @queued

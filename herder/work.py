@@ -24,6 +24,12 @@ from worker.runtime.task_state import StartupCounts, TaskState, TaskStatus
 
 log = logging.getLogger(__name__)
 
+STARTS_AT_ONCE = 2
+"""Task starts (Spark query launches) under way at once. Each holds a thread of the event
+loop's default executor for seconds; unbounded, a round that assigns many tasks took
+every thread, and the herder's own blocking calls (a write's config checks, the task
+configs it computes) waited behind the launches."""
+
 CONNECTOR_STATE = {
     TargetState.STARTED: TaskState.RUNNING,
     TargetState.PAUSED: TaskState.PAUSED,
@@ -66,8 +72,10 @@ class LocalWork:
         self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
         self._connector_targets: dict[str, TargetState] = {}
         self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
-        self._awaiting_release: set[ConnectorTaskId] = set()
-        """Starts waiting for the previous owner's release: a revocation cancels them."""
+        self._waiting: set[ConnectorTaskId] = set()
+        """Starts waiting for the previous owner's release or for a launch slot
+        (`STARTS_AT_ONCE`): a revocation cancels them."""
+        self._launching = asyncio.Semaphore(STARTS_AT_ONCE)
         self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
         self._status_writer: asyncio.Task[None] | None = None
         self.connector_startups = StartupCounts()
@@ -105,7 +113,7 @@ class LocalWork:
         if revoked.is_empty():
             return
         self.owned = self.owned.minus(revoked)
-        for task in revoked.tasks & self._awaiting_release:
+        for task in revoked.tasks & self._waiting & self._starting.keys():
             self._starting[task].cancel()
         await asyncio.gather(
             *(self._starting[t] for t in revoked.tasks if t in self._starting),
@@ -182,15 +190,19 @@ class LocalWork:
         if snapshot.target_state(task.connector) is TargetState.PAUSED:
             self._report(task, TaskState.PAUSED)
             return
-        if await_release:
-            self._awaiting_release.add(task)
-            try:
-                released = await self._runtime.await_release(task)
-            finally:
-                self._awaiting_release.discard(task)
-            if not released:
+        self._waiting.add(task)
+        try:
+            if await_release and not await self._runtime.await_release(task):
                 log.warning("%s was not released in time by its previous owner; claiming it", task)
-        await self._runtime.start_task(task, connector_config, task_config, self._generation())
+            await self._launching.acquire()
+        finally:
+            self._waiting.discard(task)
+        try:
+            if task in self.owned.tasks:
+                generation = self._generation()
+                await self._runtime.start_task(task, connector_config, task_config, generation)
+        finally:
+            self._launching.release()
 
     # -- following the config topic --------------------------------------------------------
 

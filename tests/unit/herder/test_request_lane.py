@@ -1,0 +1,118 @@
+"""REST writes answer once the config topic has them (issue 34, item 1), through the whole
+herder against in-memory stores and a one-member group: a create answers while a task's
+start hangs and while the round an earlier create asked for is still under way, and
+creates that arrive together, or during that round, share one round."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from herder.errors import InvalidConnectorConfig
+from herder.membership import Generation, LeaderCallback, Subscribe
+from protocol.messages import ConnectorTaskId
+from tests.unit.herder.memory_cluster import (
+    LoneCoordinator,
+    RecordingRuntime,
+    running_herder,
+    until,
+)
+
+CONFIG = {"connector.class": "counting", "tasks.max": "1"}
+
+
+@dataclass
+class HeldStarts(RecordingRuntime):
+    """A task's start hangs until `launch` is set, as a Spark query's start does under
+    load; `begun` are the starts asked for, hanging or not."""
+
+    launch: asyncio.Event = field(default_factory=asyncio.Event)
+    begun: list[ConnectorTaskId] = field(default_factory=list)
+
+    async def start_task(
+        self,
+        task_id: ConnectorTaskId,
+        connector_config: Mapping[str, str],
+        task_config: Mapping[str, str],
+        generation: int,
+    ) -> None:
+        self.begun.append(task_id)
+        await self.launch.wait()
+        await super().start_task(task_id, connector_config, task_config, generation)
+
+
+class CountedJoins(LoneCoordinator):
+    """Says how many joins wait for `joinable` (a round under way)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = 0
+
+    async def join(
+        self, subscribe: Subscribe, on_leader: LeaderCallback, on_leader_sync_failed: object
+    ) -> Generation:
+        self.waiting += 1
+        try:
+            await self.joinable.wait()
+        finally:
+            self.waiting -= 1
+        return await super().join(subscribe, on_leader, lambda: None)
+
+
+def tasks(*names: str) -> set[ConnectorTaskId]:
+    return {ConnectorTaskId(name, 0) for name in names}
+
+
+async def test_a_create_answers_while_a_task_starts_and_a_round_is_under_way(
+    tmp_path: Path,
+) -> None:
+    coordinator, runtime = CountedJoins(), HeldStarts()
+    async with running_herder(tmp_path, coordinator, runtime=runtime) as (herder, _):
+        await herder.admin.create_connector("first", CONFIG)
+        await until(lambda: tasks("first") <= set(runtime.begun), "the first task's start")
+        generation = coordinator.generation
+        coordinator.joinable.clear()
+        await herder.admin.create_connector("second", CONFIG)
+        await until(lambda: coordinator.waiting == 1, "the round the second create asks for")
+
+        third = await herder.admin.create_connector("third", CONFIG)
+
+        assert third.tasks == (ConnectorTaskId("third", 0),)
+        assert coordinator.waiting == 1 and coordinator.generation == generation
+        assert not runtime.launch.is_set() and not runtime.running
+        coordinator.joinable.set()
+        runtime.launch.set()
+        await until(lambda: set(runtime.running) == tasks("first", "second", "third"), "all run")
+        assert coordinator.generation == generation + 1, "the second and third in one round"
+
+
+async def test_creates_that_arrive_together_share_one_round(tmp_path: Path) -> None:
+    coordinator, runtime = CountedJoins(), HeldStarts()
+    runtime.launch.set()
+    async with running_herder(tmp_path, coordinator, runtime=runtime) as (herder, _):
+        await until(lambda: herder.ready, "the first round")
+        generation = coordinator.generation
+        names = [f"c{i}" for i in range(4)]
+        await asyncio.gather(*(herder.admin.create_connector(n, CONFIG) for n in names))
+        await until(lambda: set(runtime.running) == tasks(*names), "every task runs")
+        assert coordinator.generation == generation + 1
+
+
+async def test_a_refused_config_is_refused_at_once_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    coordinator, runtime = CountedJoins(), HeldStarts()
+    async with running_herder(tmp_path, coordinator, runtime=runtime) as (herder, _):
+        await herder.admin.create_connector("first", CONFIG)
+        coordinator.joinable.clear()
+        await herder.admin.create_connector("second", CONFIG)
+        await until(lambda: coordinator.waiting == 1, "the round the second create asks for")
+        with pytest.raises(InvalidConnectorConfig, match="bad: refused"):
+            await herder.admin.create_connector("refused", {**CONFIG, "bad": "x"})
+        assert herder.admin.connector_names() == ["first", "second"]
+        coordinator.joinable.set()
+        runtime.launch.set()
