@@ -1,7 +1,8 @@
 """REST writes answer once the config topic has them (issue 34, item 1), through the whole
 herder against in-memory stores and a one-member group: a create answers while a task's
-start hangs and while the round an earlier create asked for is still under way, and
-creates that arrive together, or during that round, share one round."""
+start hangs and while the round an earlier create asked for is still under way (a
+refused config is refused at once, before anything is written), and creates that arrive
+together, or during that round, share one round."""
 
 from __future__ import annotations
 
@@ -84,6 +85,9 @@ async def test_a_create_answers_while_a_task_starts_and_a_round_is_under_way(
         assert third.tasks == (ConnectorTaskId("third", 0),)
         assert coordinator.waiting == 1 and coordinator.generation == generation
         assert not runtime.launch.is_set() and not runtime.running
+        with pytest.raises(InvalidConnectorConfig, match="bad: refused"):
+            await herder.admin.create_connector("refused", {**CONFIG, "bad": "x"})
+        assert herder.admin.connector_names() == ["first", "second", "third"]
         coordinator.joinable.set()
         runtime.launch.set()
         await until(lambda: set(runtime.running) == tasks("first", "second", "third"), "all run")
@@ -100,19 +104,3 @@ async def test_creates_that_arrive_together_share_one_round(tmp_path: Path) -> N
         await asyncio.gather(*(herder.admin.create_connector(n, CONFIG) for n in names))
         await until(lambda: set(runtime.running) == tasks(*names), "every task runs")
         assert coordinator.generation == generation + 1
-
-
-async def test_a_refused_config_is_refused_at_once_and_nothing_is_written(
-    tmp_path: Path,
-) -> None:
-    coordinator, runtime = CountedJoins(), HeldStarts()
-    async with running_herder(tmp_path, coordinator, runtime=runtime) as (herder, _):
-        await herder.admin.create_connector("first", CONFIG)
-        coordinator.joinable.clear()
-        await herder.admin.create_connector("second", CONFIG)
-        await until(lambda: coordinator.waiting == 1, "the round the second create asks for")
-        with pytest.raises(InvalidConnectorConfig, match="bad: refused"):
-            await herder.admin.create_connector("refused", {**CONFIG, "bad": "x"})
-        assert herder.admin.connector_names() == ["first", "second"]
-        coordinator.joinable.set()
-        runtime.launch.set()
