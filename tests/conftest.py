@@ -11,10 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.processes import running_broker
+
+# Property tests assert what happens, never how fast: hypothesis' default 200 ms deadline
+# per example turned a loaded machine into failures (test_task_progress, parallel unit
+# runs at load 50).
+settings.register_profile("sparkherd", deadline=None)
+settings.load_profile("sparkherd")
 
 
 @pytest.fixture(scope="session")
