@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
 from itertools import accumulate
 
-from protocol.connector_table import ConnectorTable, UnknownConnectorTable
+from protocol.connector_table import NO_TABLE, ConnectorTable, UnknownConnectorTable
 from protocol.errors import EncodeError
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from protocol.wire import INT16_MAX, INT32_MAX, Reader, Writer
@@ -67,7 +67,7 @@ def write_indexed_allocation(
 
 
 def read_allocation(reader: Reader, field: str) -> Allocation:
-    return _read_body(reader, field, None, 0)
+    return _read_body(reader, field, None, NO_TABLE)
 
 
 def read_indexed_allocation(
@@ -94,7 +94,7 @@ def _write_body(writer: Writer, allocation: Allocation, field: str, table: _Tabl
 
 
 def _read_body(reader: Reader, field: str, table: _Table, fingerprint: int) -> Allocation:
-    """`fingerprint` 0: the content has no index gaps (before v4)."""
+    """`fingerprint` NO_TABLE: the content has no index gaps (before v4)."""
     body = reader.nullable_bytes(field)
     if body is None:
         return EMPTY_ALLOCATION
@@ -106,7 +106,7 @@ def _read_body(reader: Reader, field: str, table: _Table, fingerprint: int) -> A
     elif content_format != ContentFormat.PLAIN:
         raise reader.error(f"{field} has unknown content format {content_format}")
     content_reader = Reader(content, f"{reader.context} {field}")
-    if table is None and fingerprint == 0:
+    if table is None and fingerprint == NO_TABLE:
         return _decode_content(content_reader, [])
     return _decode_content(content_reader, _read_indexed_names(content_reader, table, fingerprint))
 
