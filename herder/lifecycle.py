@@ -141,11 +141,11 @@ class Lifecycle:
                 return self._run(Step.SCHEDULED_REBALANCE, request, do.ReadConfigToEnd())
         if Chore.REJOIN in self.pending:
             return self._join()
+        if Chore.RECONFIGURE in self.pending and not self.serving:
+            return self._join()
         if Chore.CONFIG in self.pending:
             self.pending.discard(Chore.CONFIG)
             return self._run(Step.CONFIG, *([do.ReconcileTaskConfigs()] if self.is_leader else []))
-        if Chore.RECONFIGURE in self.pending and not self.serving:
-            return self._join()
         if Chore.REFRESH in self.pending:
             self.pending.discard(Chore.REFRESH)
             if self.is_leader:
@@ -156,9 +156,12 @@ class Lifecycle:
         return Decision()
 
     def _serve(self, decision: Decision) -> Decision:
-        """`decision`, and the request lane if requests wait (not before the first join)."""
+        """`decision`, and the request lane if requests wait: not before the first join, and
+        not before the join a config change asks for (so a stream of writes cannot hold
+        that join off for ever; the writes wait at most for the step under way)."""
         waiting = Chore.REQUESTS in self.pending and self.generation is not None
-        if self.serving or not waiting or self.state not in _IN_GROUP:
+        held = Chore.RECONFIGURE in self.pending
+        if self.serving or held or not waiting or self.state not in _IN_GROUP:
             return decision
         self.serving, self.pending = True, self.pending - {Chore.REQUESTS}
         return Decision((*decision.now, do.ServeRequests()), decision.step)
@@ -334,12 +337,8 @@ class Lifecycle:
             self._announced_in, self._released_in = self.applied_generation, None
         return self._chore(Chore.REJOIN)
 
-    def _remember(self, event: ConfigChanged | RestartsDue) -> Decision:
-        return self._chore(Chore.CONFIG if isinstance(event, ConfigChanged) else Chore.RESTARTS)
-
-    def _requests_arrived(self, event: RequestsArrived) -> Decision:
-        self.pending.add(Chore.REQUESTS)
-        return Decision()
+    def _remember(self, event: ConfigChanged | RestartsDue | RequestsArrived) -> Decision:
+        return self._chore(do.CHORE_LEFT_BY[type(event)])
 
     def _requests_served(self, event: RequestsServed) -> Decision:
         self.serving = False
@@ -383,7 +382,7 @@ TRANSITIONS: dict[tuple[MemberState, type[Event]], Handler] = {
     **_in(_LIVE, FenceDue, Lifecycle._fence_due),
     **_in(_LIVE, ConfigChanged, Lifecycle._remember),
     **_in(_LIVE, RestartsDue, Lifecycle._remember),
-    **_in(_LIVE, RequestsArrived, Lifecycle._requests_arrived),
+    **_in(_LIVE, RequestsArrived, Lifecycle._remember),
     **_in(_LIVE, RequestsServed, Lifecycle._requests_served),
     **_in(_LIVE, LeaveRequested, Lifecycle._rejoin_wanted),
     **_in(_LIVE, StopRequested, Lifecycle._stop),

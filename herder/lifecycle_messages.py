@@ -182,6 +182,13 @@ Event = (
     | StopRequested
 )
 
+CHORE_LEFT_BY: dict[type[Event], Chore] = {
+    ConfigChanged: Chore.CONFIG,
+    RestartsDue: Chore.RESTARTS,
+    RequestsArrived: Chore.REQUESTS,
+}
+"""The events that only leave a chore for later."""
+
 # -- commands ------------------------------------------------------------------------------
 
 

@@ -440,6 +440,17 @@ def test_the_rejoin_config_changes_ask_for_waits_until_the_lane_is_idle() -> Non
     assert kinds(subject.handle(RequestsServed()).step) == [do.Join]
 
 
+def test_writes_wait_for_the_join_a_config_change_asks_for_then_run_beside_it() -> None:
+    """A stream of writes cannot hold off the round their changes need: once it is
+    asked for, new writes wait for the step under way, and the join goes first."""
+    subject = member()
+    subject.handle(ConfigChanged())
+    assert subject.handle(StepDone(TASK, work_changed=True)).step == (do.FollowTargetStates(),)
+    assert subject.handle(RequestsArrived()) == Decision()
+    rejoin = subject.handle(StepDone(TASK))
+    assert kinds(rejoin.step) == [do.Join] and do.ServeRequests() in rejoin.now
+
+
 def test_automatic_restarts_wait_for_the_step_under_way_not_for_the_lane() -> None:
     subject = busy_member()
     subject.handle(RequestsArrived())
