@@ -98,12 +98,18 @@ class LocalWork:
         for connector in sorted(assigned.connectors):
             self._start_connector(connector, snapshot)
         for task in sorted(assigned.tasks):
-            starting = asyncio.create_task(
-                self._start_task(task, snapshot, await_release=task in await_release.tasks),
-                name=f"start-{task}",
-            )
-            self._starting[task] = starting
-            starting.add_done_callback(partial(self._started, task))
+            self._launch(task, snapshot, await_release=task in await_release.tasks)
+
+    def _launch(
+        self, task: ConnectorTaskId, snapshot: ConfigSnapshot, *, await_release: bool = False
+    ) -> None:
+        """Start the task in the background: no step of the group loop waits for a Spark
+        query's start. A revocation waits for it (or cancels it while it waits)."""
+        starting = asyncio.create_task(
+            self._start_task(task, snapshot, await_release=await_release), name=f"start-{task}"
+        )
+        self._starting[task] = starting
+        starting.add_done_callback(partial(self._started, task))
 
     async def stop(self, revoked: Allocation) -> None:
         """Give the work up first, then stop it: while the stops are awaited, a restart
@@ -262,7 +268,7 @@ class LocalWork:
         self._report(task, TaskState.RESTARTING)
         if task in self._runtime.held():
             await self._runtime.stop_task(task)
-        await self._start_task(task, snapshot)
+        self._launch(task, snapshot)
 
     async def close_restarts(self) -> None:
         """No more automatic restarts: the worker is stopping."""
@@ -289,7 +295,7 @@ class LocalWork:
                     await self._runtime.stop_task(task)
                 restarted.append(task)
         for task in restarted:
-            await self._start_task(task, snapshot)
+            self._launch(task, snapshot)
 
     def _failed_here(self, status: Status | None) -> bool:
         """Of a connector: whether this worker reported it FAILED (a task's state is its
