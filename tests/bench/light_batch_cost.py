@@ -12,7 +12,7 @@ machine are noisy (the load average is printed with each).
 
     python -m tests.bench.light_batch_cost                      # 20 tasks, the defaults
     python -m tests.bench.light_batch_cost --set spark.ui.retainedJobs=50
-    python -m tests.bench.light_batch_cost --tasks 40 --window 120
+    python -m tests.bench.light_batch_cost --monitor-interval 10   # the looks' share
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from worker.connectors import default_registry
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
 from worker.runtime.checkpoint_offsets import newest_committed_batch
 from worker.runtime.spark_session import SparkSessionProvider
-from worker.runtime.spark_task_runtime import SparkTaskRuntime
+from worker.runtime.spark_task_runtime import MONITOR_INTERVAL_S, SparkTaskRuntime
 
 INTERVAL_MS = 2000
 ROWS_PER_SECOND = 5
@@ -52,12 +52,23 @@ def committed(root: Path, tasks: list[ConnectorTaskId]) -> dict[ConnectorTaskId,
 
 
 async def measure(
-    tasks: int, warm_s: float, window_s: float, conf: dict[str, str], root: Path
+    tasks: int,
+    warm_s: float,
+    window_s: float,
+    conf: dict[str, str],
+    monitor_s: float,
+    root: Path,
 ) -> None:
     spark = SparkSessionProvider({"spark.master": "local[1]", **conf}, "light-batch-cost")
     plugins = plugins_for(default_registry(), root / "checkpoints", spark.get)
     runtime = SparkTaskRuntime(
-        spark, plugins, root / "checkpoints", "bench:0", 10_000, lambda *_: None
+        spark,
+        plugins,
+        root / "checkpoints",
+        "bench:0",
+        10_000,
+        lambda *_: None,
+        monitor_interval_s=monitor_s,
     )
 
     def config(task: ConnectorTaskId) -> dict[str, str]:
@@ -96,6 +107,7 @@ async def measure(
         per_minute = sorted(n * 60 / elapsed for n in per_task)
         print(
             f"{tasks} tasks, {window_s:.0f} s, settings {conf or 'default'}, "
+            f"monitor every {monitor_s:g} s, "
             f"load {os.getloadavg()[0]:.1f}:\n"
             f"  driver CPU per committed batch: "
             f"{(cpu_after - cpu_before) * 1000 / max(batches, 1):.1f} ms ({batches} batches)\n"
@@ -117,10 +129,18 @@ def main() -> None:
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
     )
+    parser.add_argument(
+        "--monitor-interval",
+        type=float,
+        default=MONITOR_INTERVAL_S,
+        help="seconds between the runtime's looks at the queries",
+    )
     args = parser.parse_args()
     conf = dict(setting.split("=", 1) for setting in args.set)
     with tempfile.TemporaryDirectory(prefix="sparkherd-light-") as root:
-        asyncio.run(measure(args.tasks, args.warm, args.window, conf, Path(root)))
+        asyncio.run(
+            measure(args.tasks, args.warm, args.window, conf, args.monitor_interval, Path(root))
+        )
 
 
 if __name__ == "__main__":
