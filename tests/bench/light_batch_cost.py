@@ -89,8 +89,9 @@ async def measure(
             await runtime.start_task(task, config(task), config(task), 1)
         await asyncio.sleep(warm_s)
 
-        def cpu() -> float:
-            return cpu_seconds(os.getpid()) + cpu_seconds(jvm_pid)
+        def cpu() -> tuple[float, float]:
+            """Of this Python process, and of the Spark JVM."""
+            return cpu_seconds(os.getpid()), cpu_seconds(jvm_pid)
 
         checkpoints = root / "checkpoints"
         before, cpu_before, began = committed(checkpoints, ids), cpu(), time.monotonic()
@@ -104,13 +105,17 @@ async def measure(
         elapsed = time.monotonic() - began
         per_task = [after[t] - before[t] for t in ids]
         batches = sum(per_task)
+        python_ms, jvm_ms = (
+            (end - start) * 1000 / max(batches, 1)
+            for start, end in zip(cpu_before, cpu_after, strict=True)
+        )
         per_minute = sorted(n * 60 / elapsed for n in per_task)
         print(
             f"{tasks} tasks, {window_s:.0f} s, settings {conf or 'default'}, "
             f"monitor every {monitor_s:g} s, "
             f"load {os.getloadavg()[0]:.1f}:\n"
-            f"  driver CPU per committed batch: "
-            f"{(cpu_after - cpu_before) * 1000 / max(batches, 1):.1f} ms ({batches} batches)\n"
+            f"  driver CPU per committed batch: {python_ms + jvm_ms:.1f} ms (Python "
+            f"{python_ms:.1f}, JVM {jvm_ms:.1f}; {batches} batches)\n"
             f"  batches per task per minute: min {per_minute[0]:.1f} "
             f"median {statistics.median(per_minute):.1f} ideal {60_000 // INTERVAL_MS}, "
             f"none: {sum(1 for n in per_task if n <= 0)}; worst trigger lag {worst_lag:.1f} s "
