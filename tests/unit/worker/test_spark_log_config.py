@@ -11,14 +11,21 @@ import pyspark
 import pytest
 
 from worker.config.properties import parse_properties
+from worker.runtime.spark_session import SPARK_LOG_CONFIGS
 
-WORKER = Path(__file__).resolve().parents[3] / "worker"
-LOG_CONFIGS = [WORKER / "spark_log4j2.properties", WORKER / "spark_log4j2_json.properties"]
+LOG_CONFIGS = list(SPARK_LOG_CONFIGS.values())
+"""The files the worker hands Spark's JVM, where it looks for them: a file moved away from
+its module leaves Spark on its defaults, with no error (c2ffbe3 did, and CI's log test
+caught what this test did not)."""
 JARS = Path(pyspark.__file__).parent / "jars"
 CANCEL_WARNING = (
     "Failed to cancel job group 5f0c0b6e-3a1e-4d7e-9b1a-0c2f4e8d6a21. "
     "Cannot find active jobs for it."
 )
+
+
+def test_every_log_config_the_worker_names_exists() -> None:
+    assert [path for path in LOG_CONFIGS if not path.is_file()] == []
 
 
 def missing_classes(names: set[str]) -> set[str]:
