@@ -45,7 +45,7 @@ from typing import Any, Final, TypeVar
 import httpx
 
 from tests.support.bounce import TaskOutput, read_task_output
-from tests.support.cluster import Cluster
+from tests.support.cluster import Cluster, generator_config
 from tests.support.polling import wait_until
 from tests.support.processes import running_broker
 
@@ -70,16 +70,6 @@ READY_DEADLINE_S: Final = 300.0
 WORKER_SETTINGS: Final = ("spark.master=local[1]",)
 
 T = TypeVar("T")
-
-
-def generator_config(output: Path) -> dict[str, str]:
-    return {
-        "connector.class": "generator",
-        "tasks.max": "1",
-        "rows.per.second": str(ROWS_PER_SECOND),
-        "batch.interval.ms": str(BATCH_INTERVAL_MS),
-        "output.path": str(output),
-    }
 
 
 def connector_names(count: int) -> list[str]:
@@ -271,7 +261,12 @@ def create_many(
     def one(index: int) -> tuple[str, float | Attempts]:
         name = names[index]
         url = urls[index % len(urls)]
-        return name, create_one(url, name, generator_config(output / name), deadline)
+        return name, create_one(
+            url,
+            name,
+            generator_config(output / name, 1, ROWS_PER_SECOND, BATCH_INTERVAL_MS),
+            deadline,
+        )
 
     with ThreadPoolExecutor(clients, thread_name_prefix="fleet-client") as pool:
         results = list(pool.map(one, range(len(names))))

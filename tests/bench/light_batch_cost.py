@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from protocol.messages import ConnectorTaskId
+from tests.support.cluster import generator_config
 from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
@@ -72,13 +73,7 @@ async def measure(
     )
 
     def config(task: ConnectorTaskId) -> dict[str, str]:
-        return {
-            "connector.class": "generator",
-            "tasks.max": "1",
-            "rows.per.second": str(ROWS_PER_SECOND),
-            "batch.interval.ms": str(INTERVAL_MS),
-            "output.path": str(root / "out" / task.connector),
-        }
+        return generator_config(root / "out" / task.connector, 1, ROWS_PER_SECOND, INTERVAL_MS)
 
     try:
         await runtime.warm_up()

@@ -17,13 +17,15 @@ from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
 
 
-def generator_config(output: Path, tasks: int, rate: int = 5) -> dict[str, str]:
-    """Slow batches: three Spark drivers share two cores in these tests."""
+def generator_config(
+    output: Path, tasks: int, rate: int = 5, interval_ms: int = 3000
+) -> dict[str, str]:
+    """Slow batches by default: three Spark drivers share two cores in these tests."""
     return {
         "connector.class": "generator",
         "tasks.max": str(tasks),
         "rows.per.second": str(rate),
-        "batch.interval.ms": "3000",
+        "batch.interval.ms": str(interval_ms),
         "output.path": str(output),
     }
 
