@@ -11,6 +11,7 @@ highest supported version, so even a reader older than every layer learns both.
                  v2 => v1 InstanceId:nullable string Leaving:int8 (0 or 1)
                  v3 => v2 Incarnation:string                (this run of the process)
                  v4 => v3 ConnectorTable:int64 [IndexedAllocation]
+                 v5 => v4 Load:int16                        (per mille; -1 unknown)
 
     Assignment   v0 => Version:int16 LeaderMaxVersion:int16 Error:int16 LeaderId:string
                        LeaderUrl:string ConfigOffset:int64 Assigned:Allocation
@@ -20,6 +21,7 @@ highest supported version, so even a reader older than every layer learns both.
                                            (same-round hand-over, the run it answers)
                  v4 => v3 ConnectorTable:int64 [Assigned Revoked AwaitingRelease]
                                            (each an IndexedAllocation)
+                 v5 => v4                                   (no new fields)
 
 From v4 on a message whose ConnectorTable is not 0 carries its allocations only in the
 bracketed v4 fields, indexed by that table (`protocol.connector_table`), and writes the
@@ -48,6 +50,7 @@ from protocol.connector_table import KNOWN_TABLES, NO_TABLE, ConnectorTable
 from protocol.errors import EncodeError
 from protocol.messages import (
     EMPTY_ALLOCATION,
+    NO_LOAD,
     Allocation,
     Assignment,
     AssignmentError,
@@ -190,6 +193,19 @@ def _read_subscription_v4(reader: Reader, sub: Subscription) -> Subscription:
     return replace(sub, connector_table=fingerprint, allocation=allocation)
 
 
+def _write_subscription_v5(writer: Writer, sub: Subscription) -> None:
+    if sub.load < NO_LOAD:
+        raise EncodeError(f"load must be {NO_LOAD} (unknown) or more, got {sub.load}")
+    writer.int16(sub.load, "load")
+
+
+def _read_subscription_v5(reader: Reader, sub: Subscription) -> Subscription:
+    load = reader.int16("load")
+    if load < NO_LOAD:
+        raise reader.error(f"load must be {NO_LOAD} (unknown) or more, got {load}")
+    return replace(sub, load=load)
+
+
 def _known_table(fingerprint: int) -> ConnectorTable:
     table = KNOWN_TABLES.get(fingerprint)
     if table is None:
@@ -312,6 +328,7 @@ CURRENT_LAYOUT = Layout(
             Layer(_write_subscription_v2, _read_subscription_v2),
             Layer(_write_subscription_v3, _read_subscription_v3),
             Layer(_write_subscription_v4, _read_subscription_v4),
+            Layer(_write_subscription_v5, _read_subscription_v5),
         ),
     ),
     assignment=MessageFormat(
@@ -324,6 +341,7 @@ CURRENT_LAYOUT = Layout(
             NO_NEW_FIELDS_ASSIGNMENT,
             Layer(_write_assignment_v3, _read_assignment_v3),
             Layer(_write_assignment_v4, _read_assignment_v4),
+            NO_NEW_FIELDS_ASSIGNMENT,
         ),
     ),
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 
 class ConnectorTaskId(NamedTuple):
@@ -70,6 +70,13 @@ class AssignmentError(IntEnum):
     """The member's metadata could not be decoded: it gets no work until it sends valid bytes."""
 
 
+NO_LOAD: Final = -1
+"""A subscription's `load` when the member measured none: an older member, or a worker
+that runs no task with a trigger interval."""
+OVERLOADED_LOAD: Final = 1000
+"""The `load` from which a member is overloaded: a task of its own is behind its trigger."""
+
+
 @dataclass(frozen=True)
 class Subscription:
     """A worker's state as it joins: what it speaks, who it is, what it runs.
@@ -78,7 +85,7 @@ class Subscription:
     worker could speak. `worker_id` is the Connect-style id shown in statuses (advertised
     host:port); `instance_id` is `group.instance.id` when set. `allocation` is what the
     worker runs now (v1+); `instance_id` and `leaving` exist from v2 on, `incarnation`
-    from v3 on.
+    from v3 on, `load` from v5 on.
     """
 
     version: int
@@ -97,6 +104,10 @@ class Subscription:
     """The fingerprint of the worker's `ConnectorTable` (v4+): its allocation names
     connectors by their indexes in it, and the leader answers in it when it holds the
     same. 0: every connector is named in full."""
+    load: int = NO_LOAD
+    """The worker's measured load in per mille of its driver (v5+): its tasks' demand
+    on the driver, `OVERLOADED_LOAD` or more while one of them is behind its trigger
+    (`worker.driver_load`). `NO_LOAD`: not measured."""
 
     @property
     def identity(self) -> str:

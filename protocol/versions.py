@@ -6,6 +6,8 @@ allocation in subscriptions. v1 adds KIP-415's incremental cooperative fields (c
 allocation, revoked, scheduled delay). v2 adds the static instance id and the leaving flag.
 v3 adds the tasks an assignment hands over in the round that revokes them. v4 names
 connectors by their index in a config snapshot both sides hold (`protocol.connector_table`).
+v5 adds the member's measured load to its subscription, which the leader places new tasks
+by (`herder.assignor.placement`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ lists, so versions are negotiated inside the metadata instead (KIP-268)."""
 
 EAGER_VERSION = 0
 FIRST_COOPERATIVE_VERSION = 1
-CURRENT_VERSION = 4
+CURRENT_VERSION = 5
 LEAVING_FLAG_VERSION = 2
 """The first version whose subscription can say that a member is leaving (a hand-off)."""
 SAME_ROUND_HAND_OVER_VERSION = 3
@@ -30,6 +32,9 @@ leader may assign a task in the round that revokes it (`Assignment.awaiting_rele
 INDEXED_CONNECTORS_VERSION = 4
 """The first version whose allocations may name connectors by their index in a shared
 `ConnectorTable`, which keeps a 100-worker group's metadata under 1 MB whatever the names."""
+MEMBER_LOAD_VERSION = 5
+"""The first version whose subscriptions carry the member's measured load
+(`Subscription.load`); an older member's load is unknown to the leader."""
 
 
 class ConnectProtocol(StrEnum):

@@ -11,6 +11,13 @@ difference between milliseconds and seconds.
 
 Moving a task the worker does not run yet (placed earlier in the same round) is free;
 moving one it runs costs a revocation, so every balancing step prefers free moves.
+
+With the members' measured loads (`weigh`, protocol v5), an overloaded worker is *closed*
+while another has room (`herder.assignor.room`): it takes no task, neither a new one nor
+one moved for balance, and the task counts are balanced over the open workers only, which
+may leave a closed worker below them. It still gives tasks when it holds more than the
+open ones, as count balance always asked. Among workers holding as many tasks, the least
+loaded is given the next one. Equal or unknown loads leave all of this as it was.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from heapq import heapify, heappop, heappush
 
+from herder.assignor.room import closed_workers, tie_load
 from protocol.messages import Allocation, ConnectorTaskId
 
 TaskSets = dict[str, set[int]]
@@ -41,6 +49,10 @@ class LoadModel:
         self._running_connectors: list[Set[str]] = [frozenset() for _ in range(size)]
         self._free_tasks: list[TaskSets] = [{} for _ in range(size)]
         self._rank: list[int] = [1] * size
+        self._load: list[int] = [0] * size
+        self._closed: frozenset[int] = frozenset()
+        self._open: list[int] = list(range(size))
+        """The workers that may take tasks: all of them unless `weigh` closed some."""
         self._scan_from: dict[int, tuple[Sequence[str], int]] = {}
         """Where the last search for a shiftable connector of a giver succeeded: the taker
         only gains connectors, so the ones before it would fail again."""
@@ -66,6 +78,12 @@ class LoadModel:
         """These workers win ties when work is placed (KIP-415 candidates for lost work)."""
         for worker in workers:
             self._rank[worker] = 0
+
+    def weigh(self, loads: Sequence[int]) -> None:
+        """The workers' measured loads (`Subscription.load`), in worker order."""
+        self._load = [tie_load(load) for load in loads]
+        self._closed = closed_workers(loads)
+        self._open = [w for w in range(len(self.workers)) if w not in self._closed]
 
     def add_task(self, worker: int, connector: str, task: int) -> None:
         held = self.holders.get(connector)
@@ -116,17 +134,19 @@ class LoadModel:
         """
         if not self.workers:
             return
-        heap = [(self.totals[w], self._rank[w], w) for w in range(len(self.workers))]
+        heap = [(self.totals[w], self._rank[w], self._load[w], w) for w in self._open]
         heapify(heap)
         for connector in sorted(pending):
             numbers = sorted(pending[connector])
             if numbers:
                 self._fill(heap, connector, numbers)
 
-    def _fill(self, heap: list[tuple[int, int, int]], connector: str, numbers: list[int]) -> None:
+    def _fill(
+        self, heap: list[tuple[int, int, int, int]], connector: str, numbers: list[int]
+    ) -> None:
         held = self.holders.setdefault(connector, {})
-        level = min(held.values()) if len(held) == len(self.workers) else 0
-        parked: list[tuple[int, int, int]] = []
+        level = self._low(held)
+        parked: list[tuple[int, int, int, int]] = []
         chosen: dict[int, list[int]] = {}
         for task in numbers:
             while True:
@@ -135,17 +155,17 @@ class LoadModel:
                     heap.extend(parked)
                     heapify(heap)
                     parked = []
-                total, rank, worker = heappop(heap)
+                total, rank, load, worker = heappop(heap)
                 if held.get(worker, 0) <= level:
                     break
-                parked.append((total, rank, worker))
+                parked.append((total, rank, load, worker))
             held[worker] = held.get(worker, 0) + 1
             mine = chosen.get(worker)
             if mine is None:
                 chosen[worker] = [task]
             else:
                 mine.append(task)
-            parked.append((total + 1, rank, worker))
+            parked.append((total + 1, rank, load, worker))
         for worker, tasks in chosen.items():
             self._hold(worker, connector, tasks)
         for entry in parked:
@@ -165,20 +185,22 @@ class LoadModel:
             self.connectors[worker].add(name)
             heappush(heap, (count + 1, total, rank, worker))
 
+    def _low(self, held: Mapping[int, int]) -> int:
+        """The fewest tasks of one connector an open worker holds (`held`: by worker)."""
+        if not self._closed:
+            return min(held.values()) if len(held) == len(self.workers) else 0
+        return min(held.get(w, 0) for w in self._open)
+
     def is_balanced(self) -> bool:
         size = len(self.workers)
         if size < 2:
             return True
-        if max(self.totals) - min(self.totals) > 1:
+        if max(self.totals) - min(self.totals[w] for w in self._open) > 1:
             return False
         counts = [len(names) for names in self.connectors]
         if max(counts) - min(counts) > 1:
             return False
-        for held in self.holders.values():
-            low = min(held.values()) if len(held) == size else 0
-            if max(held.values()) - low > 1:
-                return False
-        return True
+        return all(max(held.values()) - self._low(held) <= 1 for held in self.holders.values())
 
     def balance(self) -> None:
         """Make the model balanced with as few moves of running work as this heuristic finds."""
@@ -198,8 +220,7 @@ class LoadModel:
         taken: dict[str, list[int]] = {}
         for connector in sorted(self.holders):
             held = self.holders[connector]
-            low = min(held.values()) if len(held) == size else 0
-            if max(held.values()) - low < 2:
+            if max(held.values()) - self._low(held) < 2:
                 continue
             floor, extra = divmod(sum(held.values()), size)
             order = sorted(held, key=lambda w: (-held[w], self.totals[w], w))
@@ -229,23 +250,26 @@ class LoadModel:
         leaves every connector's spread as it is; such a connector always exists when the
         giver holds more tasks in total.
         """
-        lows = [(self.totals[w], self._rank[w], w) for w in range(len(self.workers))]
+        lows = [(self.totals[w], self._rank[w], self._load[w], w) for w in self._open]
         highs = [(-self.totals[w], w) for w in range(len(self.workers))]
         heapify(lows)
         heapify(highs)
         while True:
-            while lows[0][0] != self.totals[lows[0][2]]:
+            while lows[0][0] != self.totals[lows[0][3]]:
                 heappop(lows)
             while -highs[0][0] != self.totals[highs[0][1]]:
                 heappop(highs)
-            taker, giver = lows[0][2], highs[0][1]
+            taker, giver = lows[0][3], highs[0][1]
             if self.totals[giver] - self.totals[taker] < 2:
                 return
             connector, task = self._pick_shiftable(giver, taker)
             self.remove_task(giver, connector, task)
             self.add_task(taker, connector, task)
             for worker in (giver, taker):
-                heappush(lows, (self.totals[worker], self._rank[worker], worker))
+                if worker not in self._closed:
+                    heappush(
+                        lows, (self.totals[worker], self._rank[worker], self._load[worker], worker)
+                    )
                 heappush(highs, (-self.totals[worker], worker))
 
     def _pick_shiftable(self, giver: int, taker: int) -> tuple[str, int]:

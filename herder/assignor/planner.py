@@ -59,6 +59,7 @@ class RoundPlanner:
         self._eligible = [m for m in sorted(round.members) if not round.members[m].leaving]
         self._index = {member: i for i, member in enumerate(self._eligible)}
         self._model = LoadModel(self._eligible)
+        self._model.weigh([round.members[m].load for m in self._eligible])
         self._triage = Triage(
             round.members,
             set(self._eligible),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from herder.assignor import Assignor, ClusterSnapshot, GroupRound, HandedOver
 from protocol.messages import (
     EMPTY_ALLOCATION,
+    NO_LOAD,
     Allocation,
     Assignment,
     ConnectorTaskId,
@@ -39,6 +40,7 @@ def subscription(
     identity: str | None = None,
     leaving: bool = False,
     version: int = 2,
+    load: int = NO_LOAD,
 ) -> Subscription:
     return Subscription(
         version=version,
@@ -48,6 +50,7 @@ def subscription(
         config_offset=config_offset,
         allocation=allocation if version else EMPTY_ALLOCATION,
         leaving=leaving,
+        load=load,
     )
 
 
@@ -66,6 +69,8 @@ class Group:
     leaving: set[str] = field(default_factory=set)
     handed_over: dict[str, HandedOver] = field(default_factory=dict)
     """What the config topic records as handed over, by identity."""
+    loads: dict[str, int] = field(default_factory=dict)
+    """What each member says its load is (v5); unknown when absent."""
     last: dict[str, Assignment] = field(default_factory=dict)
 
     def join(self, member: str, identity: str | None = None) -> None:
@@ -96,6 +101,7 @@ class Group:
                 identity=self.identities[m],
                 leaving=m in self.leaving,
                 version=self.version,
+                load=self.loads.get(m, NO_LOAD),
             )
             for m in said
         }

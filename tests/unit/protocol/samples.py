@@ -1,4 +1,4 @@
-"""Sample values, the field-per-version table the tests hold the codec to, and a v5 layout.
+"""Sample values, the field-per-version table the tests hold the codec to, and a v6 layout.
 
 `readable` is an oracle written from the spec (which fields each version adds, and that an
 indexed v4 message carries its allocations only in its v4 fields), independent of
@@ -15,6 +15,7 @@ from protocol.connector_table import KNOWN_TABLES, NO_TABLE
 from protocol.layout import CURRENT_LAYOUT, Layer, Layout
 from protocol.messages import (
     EMPTY_ALLOCATION,
+    NO_LOAD,
     Allocation,
     Assignment,
     AssignmentError,
@@ -23,13 +24,14 @@ from protocol.messages import (
 )
 from protocol.wire import Reader, Writer
 
-FUTURE_VERSION = 5
+FUTURE_VERSION = 6
 
 SUBSCRIPTION_FIELDS_SINCE: dict[int, dict[str, Any]] = {
     1: {"allocation": EMPTY_ALLOCATION},
     2: {"instance_id": None, "leaving": False},
     3: {"incarnation": ""},
     4: {"connector_table": NO_TABLE},
+    5: {"load": NO_LOAD},
 }
 ASSIGNMENT_FIELDS_SINCE: dict[int, dict[str, Any]] = {
     1: {"revoked": EMPTY_ALLOCATION, "delay_ms": 0},
@@ -91,6 +93,8 @@ def subscription(version: int, **changes: Any) -> Subscription:
         base = replace(base, incarnation="5f0c1e2d3a4b6978")
     if version >= 4:
         base = replace(base, connector_table=TABLE)
+    if version >= 5:
+        base = replace(base, load=730)
     return replace(base, **changes)
 
 
@@ -141,12 +145,12 @@ def _read_epoch(reader: Reader, assignment: Assignment) -> Assignment:
 FUTURE_LAYOUT: Layout = CURRENT_LAYOUT.extended(
     Layer(_write_capacity, _read_capacity), Layer(_write_epoch, _read_epoch)
 )
-"""A simulated next release: v5 appends a capacity to subscriptions and an epoch to
-assignments, fields this release's values have no place for, as a real v4 would."""
+"""A simulated next release: v6 appends a capacity to subscriptions and an epoch to
+assignments, fields this release's values have no place for, as a real v6 would."""
 
 
 def codec_of_release(known_version: int) -> Codec:
-    """The codec of a release whose newest version is `known_version` (5 = simulated)."""
+    """The codec of a release whose newest version is `known_version` (6 = simulated)."""
     if known_version == FUTURE_VERSION:
         return Codec(layout=FUTURE_LAYOUT)
     return Codec(known_version)

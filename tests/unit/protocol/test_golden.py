@@ -21,7 +21,7 @@ from protocol.codec import (
     encode_subscription,
 )
 from protocol.connector_table import NO_TABLE
-from protocol.messages import Allocation, Assignment, AssignmentError, Subscription
+from protocol.messages import NO_LOAD, Allocation, Assignment, AssignmentError, Subscription
 from tests.unit.protocol.samples import RUNNING, assignment, subscription, tasks
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "protocol"
@@ -48,12 +48,16 @@ CASES: dict[str, Subscription | Assignment] = {
     "subscription-v4-outside-the-table": subscription(
         4, allocation=RUNNING.union(Allocation.of(["deleted-sink"], tasks("deleted-sink", 0)))
     ),
+    "subscription-v5": subscription(5),
+    "subscription-v5-unmeasured": subscription(5, load=NO_LOAD),
+    "subscription-v5-overloaded": subscription(5, load=2468, connector_table=NO_TABLE),
     "assignment-v0": assignment(0),
     "assignment-v1": assignment(1, leader_max_version=2),
     "assignment-v2": assignment(2),
     "assignment-v3": assignment(3),
     "assignment-v4": assignment(4),
     "assignment-v4-by-name": assignment(4, connector_table=NO_TABLE),
+    "assignment-v5": assignment(5),
     "assignment-v2-version-probe": assignment(
         2,
         error=AssignmentError.VERSION_PROBE,

@@ -57,7 +57,7 @@ def test_eager_offers_v0_and_the_others_the_newest_known(
 
 
 def test_the_default_known_version_is_the_current_one() -> None:
-    assert max_version_for(ConnectProtocol.COMPATIBLE) == protocol.CURRENT_VERSION == 4
+    assert max_version_for(ConnectProtocol.COMPATIBLE) == protocol.CURRENT_VERSION == 5
 
 
 def test_only_v1_and_later_are_cooperative() -> None:
