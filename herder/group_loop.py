@@ -54,7 +54,7 @@ from herder.start_up import StartUp
 from herder.task_configs import TaskConfigWriter
 from herder.views import WorkerState
 from herder.work import LocalWork
-from protocol.messages import Allocation
+from protocol.messages import NO_LOAD, Allocation
 from protocol.versions import max_version_for, parse_connect_protocol
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,7 @@ class GroupLoop:
         restarts: RequestQueue,
         clock: Callable[[], float],
         new_token: Callable[[], str] = lambda: secrets.token_hex(8),
+        load: Callable[[], int] = lambda: NO_LOAD,
     ) -> None:
         self._settings = settings
         self._member = member
@@ -87,10 +88,10 @@ class GroupLoop:
         self._restarts = restarts
         self._clock = clock
         max_version = max_version_for(parse_connect_protocol(settings.connect_protocol))
-        self.lifecycle = Lifecycle(
+        self.lifecycle = lifecycle = Lifecycle(
             LifecycleSettings(new_token(), max_version, member.is_static, settings.warm_up)
         )
-        self._joining = JoinCallbacks(settings, configs, work, task_configs, self.lifecycle, clock)
+        self._joining = JoinCallbacks(settings, configs, work, task_configs, lifecycle, clock, load)
         self._start_up = StartUp(member, work, clock)
         self.rebalances = RebalanceStats()
         self.hand_offs = 0

@@ -33,7 +33,7 @@ from herder.status_store import Status, StatusStore
 from herder.task_configs import TaskConfigWriter
 from herder.views import ClusterView, WorkerState
 from herder.work import LocalWork
-from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
+from protocol.messages import EMPTY_ALLOCATION, NO_LOAD, Allocation, ConnectorTaskId
 from protocol.versions import LEAVING_FLAG_VERSION
 from worker.runtime.task_state import TaskState, TaskStatus
 
@@ -58,11 +58,14 @@ class DistributedHerder:
         clock: Callable[[], float] = time.time,
         set_logger_level: Callable[[str, str], object] | None = None,
         auto_restart: RestartPolicy | None = None,
+        load: Callable[[], int] = lambda: NO_LOAD,
     ) -> None:
         """`prepare_topics` creates the internal topics and answers the Kafka cluster id;
         `set_logger_level(namespace, level)` applies the cluster-wide log levels that any
         worker writes to the config topic after this one started (KIP-976);
-        `auto_restart` is the worker's `auto.restart.*` (default: their defaults)."""
+        `auto_restart` is the worker's `auto.restart.*` (default: their defaults);
+        `load` measures this worker's load for the group's leader (`Subscription.load`;
+        default: unmeasured)."""
         self._member = member
         self._clock = clock
         self.configs = configs
@@ -93,6 +96,7 @@ class DistributedHerder:
             self._requests,
             self._restarts,
             clock,
+            load=load,
         )
         self.admin = ClusterAdmin(
             configs, statuses, plugins, task_configs, runtime, self._leader, self._requests.submit

@@ -16,7 +16,7 @@ from herder.task_configs import TaskConfigWriter
 from herder.work import LocalWork
 from protocol.codec import encode_subscription
 from protocol.connector_table import subscription_table
-from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment, Subscription
+from protocol.messages import EMPTY_ALLOCATION, NO_LOAD, Allocation, Assignment, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -33,13 +33,17 @@ class JoinCallbacks:
         task_configs: TaskConfigWriter,
         lifecycle: Lifecycle,
         clock: Callable[[], float],
+        load: Callable[[], int] = lambda: NO_LOAD,
     ) -> None:
+        """`load` measures this worker's load for its subscriptions (`Subscription.load`,
+        sent from v5 on), which the leader places new tasks by."""
         self._settings = settings
         self._configs = configs
         self._work = work
         self._task_configs = task_configs
         self._lifecycle = lifecycle
         self._clock = clock
+        self._load = load
         self._planner: LeaderPlanner | None = None
         self._last_assignment: tuple[Assignment, int] | None = None
         self._configured_at_join: Allocation = EMPTY_ALLOCATION
@@ -70,6 +74,7 @@ class JoinCallbacks:
                 connector_table=subscription_table(
                     snapshot.connectors, lifecycle.version, lifecycle.group_version
                 ),
+                load=self._load(),
             )
         )
 

@@ -38,6 +38,7 @@ from rest.security import RestSecurity
 from worker.config import WorkerConfig
 from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
+from worker.driver_load import driver_load
 from worker.plugins.connector_configs import RegistryPlugins
 from worker.runtime.spark_packages import (
     DELTA,
@@ -308,6 +309,7 @@ def _herder_for(
         prepare_topics=partial(ensure_compacted_topics, servers, topics, security),
         auto_restart=restart_policy(config),
         set_logger_level=logger_levels.set_level,
+        load=lambda: driver_load(runtime.trigger_lags(), runtime.progress()),
     )
 
 
