@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 
+from herder.assignor.room import closed_workers
 from protocol.messages import Allocation, Assignment, ConnectorTaskId
 from protocol.versions import CURRENT_VERSION
 from tests.simulation.config_log import ConfigLog, Item
@@ -29,6 +30,8 @@ class RoundRecord:
     leader: str
     reported: Mapping[str, Allocation]
     answers: Mapping[str, Assignment]
+    loads: Mapping[str, int]
+    """What each member said its load was (`Subscription.load`)."""
 
 
 @dataclass(frozen=True)
@@ -83,11 +86,16 @@ class SimCluster:
         return self.loop.now_ms
 
     def join(
-        self, *names: str, rebalancing: Rebalancing | None = None, release: int | None = None
+        self,
+        *names: str,
+        rebalancing: Rebalancing | None = None,
+        release: int | None = None,
+        capacity: int | None = None,
     ) -> None:
         """Start new workers, or restart stopped ones under the same identity, in
         `rebalancing` (default: the cluster's mode) and of `release` (default: the
-        cluster's), to mix protocol versions."""
+        cluster's), to mix protocol versions; `capacity` is how many tasks each runs on
+        cadence, which its load says (default: it reports none)."""
         self.guard.disturb()
         for name in names:
             if name not in self.workers:
@@ -98,6 +106,7 @@ class SimCluster:
                 raise ValueError(f"{name} is already running")
             worker.rebalancing = rebalancing or self.rebalancing
             worker.release = release or self.release
+            worker.capacity = capacity
             worker.start()
 
     def leave(self, name: str) -> None:
@@ -158,8 +167,18 @@ class SimCluster:
         self.advance(self.max_delay_ms + self.timeouts.session_ms)
         if not self.quiet() or self.coordinator.generation != generation:
             raise InvariantViolation(f"t={self.now_ms}ms: a quiet group rebalanced by itself")
-        check_quiet_state(self.config.items(), self.ledger, self.allocations())
+        allocations = self.allocations()
+        closed = self.closed_by_load(allocations)
+        check_quiet_state(self.config.items(), self.ledger, allocations, closed)
         self.guard.settle()
+
+    def closed_by_load(self, staying: Mapping[str, object]) -> set[str]:
+        """The `staying` workers the last round closed to new tasks for their loads."""
+        if not self.rounds:
+            return set()
+        loads = self.rounds[-1].loads
+        names = sorted(name for name in loads if name in staying)
+        return {names[i] for i in closed_workers([loads[name] for name in names])}
 
     def quiet(self) -> bool:
         if self.loop.has_pending_activity:
@@ -219,5 +238,6 @@ class SimCluster:
                 leader=names[group.leader_id],
                 reported={names[m]: s.allocation for m, s in group.members.items()},
                 answers={names[m]: a for m, a in answers.items()},
+                loads={names[m]: s.load for m, s in group.members.items()},
             )
         )

@@ -2,7 +2,9 @@
 Hypothesis state machine.
 
 A history starts from a settled group of one to five workers and up to four connectors,
-then takes up to 30 steps: workers join, leave, retire, crash or bounce, connectors are
+whose workers either report no load or each run a drawn number of tasks on cadence
+(their load says so, and the leader closes an overloaded one to new tasks), then takes
+up to 30 steps: workers join, leave, retire, crash or bounce, connectors are
 created, resized and deleted, a worker reads the config topic late or fails a sync, time
 passes, the group settles. A step that acts on a worker or a connector runs only while
 one exists (its precondition) and picks among those, so every history is valid and
@@ -66,6 +68,8 @@ class RandomHistory(RuleBasedStateMachine):
         super().__init__()
         self.at_rest = False
         """Whether every step so far ran to its end (False until the group is set up)."""
+        self.capacities: dict[str, int] = {}
+        """How many tasks each worker runs on cadence; empty: no worker reports a load."""
 
     def alive(self) -> list[str]:
         """Running workers, a retiring one included (it runs until it has handed over)."""
@@ -84,13 +88,20 @@ class RandomHistory(RuleBasedStateMachine):
         rebalancing=st.sampled_from(Rebalancing),
         workers=st.integers(1, len(NAMES)),
         connectors=st.dictionaries(st.sampled_from(CONNECTORS), st.integers(0, 8)),
+        capacities=st.none() | st.lists(st.integers(0, 6), min_size=len(NAMES)),
     )
     @step
     def a_settled_group(
-        self, rebalancing: Rebalancing, workers: int, connectors: dict[str, int]
+        self,
+        rebalancing: Rebalancing,
+        workers: int,
+        connectors: dict[str, int],
+        capacities: list[int] | None,
     ) -> None:
         self.cluster = SimCluster(rebalancing, max_delay_ms=MAX_DELAY_MS)
-        self.cluster.join(*NAMES[:workers])
+        self.capacities = dict(zip(NAMES, capacities or [], strict=False))
+        for name in NAMES[:workers]:
+            self._join(name)
         for name, tasks in sorted(connectors.items()):
             self.cluster.put_connector(name, tasks)
         self.cluster.settle()
@@ -99,7 +110,10 @@ class RandomHistory(RuleBasedStateMachine):
     @rule(data=st.data())
     @step
     def join(self, data: st.DataObject) -> None:
-        self.cluster.join(data.draw(st.sampled_from(self.idle()), label="worker"))
+        self._join(data.draw(st.sampled_from(self.idle()), label="worker"))
+
+    def _join(self, name: str) -> None:
+        self.cluster.join(name, capacity=self.capacities.get(name))
 
     @precondition(lambda self: self.alive())
     @rule(data=st.data())
@@ -179,7 +193,7 @@ class RandomHistory(RuleBasedStateMachine):
             return
         self.cluster.settle()
         if not self.cluster.allocations():
-            self.cluster.join(self.idle()[0])
+            self._join(self.idle()[0])
             self.cluster.settle()
 
 

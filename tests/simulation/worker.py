@@ -38,7 +38,7 @@ from herder.lifecycle_messages import (
 from herder.membership import Generation, HeartbeatOutcome, JoinedMembers
 from protocol.codec import decode_assignment, encode_assignment, encode_subscription
 from protocol.connector_table import subscription_table
-from protocol.messages import Allocation, Assignment, Subscription
+from protocol.messages import NO_LOAD, OVERLOADED_LOAD, Allocation, Assignment, Subscription
 from protocol.versions import CURRENT_VERSION, EAGER_VERSION
 from tests.simulation.config_log import ConfigLog, Item
 from tests.simulation.coordinator import (
@@ -100,6 +100,8 @@ class SimWorker:
         """This worker's own mode: a group can mix versions, as during a rolling upgrade."""
         self.release = CURRENT_VERSION
         """The newest version this worker's code knows (an older release: a lower one)."""
+        self.capacity: int | None = None
+        """How many tasks its driver runs on cadence (None: it measures no load)."""
         self.alive = False
         self.member_id: str | None = None
         self.joining = False
@@ -316,6 +318,7 @@ class SimWorker:
                 self.version,
                 self.group_version,
             ),
+            load=simulated_load(len(self._owned().tasks), self.capacity),
         )
 
     def _owned(self) -> Allocation:
@@ -412,3 +415,13 @@ def _items(allocation: Allocation) -> list[Item]:
     found: list[Item] = sorted(allocation.connectors)
     found.extend(sorted(allocation.tasks))
     return found
+
+
+def simulated_load(tasks: int, capacity: int | None) -> int:
+    """What a worker whose driver runs `capacity` tasks on cadence reports running `tasks`
+    (`worker.driver_load`'s figure): overloaded past its capacity, else its used share."""
+    if capacity is None:
+        return NO_LOAD
+    if tasks > capacity:
+        return OVERLOADED_LOAD + tasks - capacity
+    return min(OVERLOADED_LOAD - 1, tasks * 1000 // max(capacity, 1))
