@@ -151,3 +151,25 @@ def test_new_tasks_on_a_model_with_a_closed_worker_skip_it() -> None:
     model.place_tasks({"B": range(4)})
     assert [model.tasks[w].get("B", set()) for w in range(3)] == [set(), {0, 2}, {1, 3}]
     assert model.is_balanced()
+
+
+@settings(max_examples=200, deadline=None)
+@given(layouts(), st.data(), st.integers(0, 12))
+def test_a_new_connector_on_a_balanced_weighed_model_moves_nothing_and_skips_closed_workers(
+    layout: tuple[int, dict[str, int], Layout, list[set[str]]],
+    data: st.DataObject,
+    new_tasks: int,
+) -> None:
+    workers, _, tasks, connectors = layout
+    loads = data.draw(st.lists(st.sampled_from([0, 500, BUSY]), min_size=workers, max_size=workers))
+    model = model_of(workers, tasks, connectors)
+    model.weigh(loads)
+    model.balance()
+    kept = [{c: set(ns) for c, ns in sets.items()} for sets in model.tasks]
+    model.place_tasks({"NEW": range(new_tasks)})
+    assert model.is_balanced()
+    for worker in range(workers):
+        old = {c: ns for c, ns in model.tasks[worker].items() if c != "NEW"}
+        assert old == kept[worker]
+        if worker in closed_workers(loads):
+            assert "NEW" not in model.tasks[worker]
