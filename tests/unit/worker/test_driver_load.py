@@ -1,7 +1,10 @@
-"""The load a worker reports to its leader (`worker.driver_load`): overloaded exactly when
-a task is behind its trigger, otherwise its tasks' demand on the driver."""
+"""The load a worker reports to its leader (`worker.driver_load`): overloaded when a task
+that has committed a batch is behind its trigger, otherwise its tasks' demand on the
+driver."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,8 +30,11 @@ def behind(interval_s: float = 2.0) -> TriggerLag:
     return trigger_lag(Cadence(interval_s, last_commit_at=NOW - 3 * interval_s - 1), NOW)
 
 
-def batch(duration_ms: int, rows_per_s: float = 5.0, batch_id: int = 3) -> TaskProgress:
-    return TaskProgress(batch_id, 20, rows_per_s, rows_per_s, duration_ms, None, NOW - 0.5)
+def batch(
+    duration_ms: int, rows_per_s: float = 5.0, batch_id: int = 3, committed: bool = True
+) -> TaskProgress:
+    committed_at = NOW - 0.5 if committed else None
+    return TaskProgress(batch_id, 20, rows_per_s, rows_per_s, duration_ms, None, committed_at)
 
 
 def test_a_worker_with_no_task_has_no_load() -> None:
@@ -56,6 +62,16 @@ def test_a_task_behind_its_trigger_makes_the_worker_overloaded() -> None:
     assert driver_load(many, {t: batch(1_500) for t in many}) == 30_000
 
 
+def test_a_task_still_waiting_for_its_first_batch_here_overloads_nothing() -> None:
+    """Its lag runs from its query's start: that is its start-up, not a short driver.
+    A task restarted from a checkpoint has a batch id but no batch of this start."""
+    lags = {task(0): behind(), task(1): behind()}
+    assert driver_load(lags, {}) == 0
+    restarted = {task(0): batch(500, committed=False), task(1): batch(500, committed=False)}
+    assert driver_load(lags, restarted) == 500
+    assert driver_load(lags, {**restarted, task(1): batch(500)}) == OVERLOADED_LOAD
+
+
 def test_an_idle_task_asks_nothing_and_an_unmeasured_one_the_average() -> None:
     lags = {task(0): on_cadence(), task(1): on_cadence(), task(2): on_cadence()}
     progress = {task(0): batch(400), task(1): batch(800, rows_per_s=0.0)}
@@ -69,7 +85,7 @@ def test_an_idle_task_asks_nothing_and_an_unmeasured_one_the_average() -> None:
         max_size=60,
     )
 )
-def test_overloaded_exactly_when_the_worker_says_so_and_always_on_the_wire(
+def test_overloaded_exactly_when_a_task_with_a_batch_is_behind_and_always_on_the_wire(
     shapes: list[tuple[float, float, int, float]],
 ) -> None:
     lags = {
@@ -80,3 +96,5 @@ def test_overloaded_exactly_when_the_worker_says_so_and_always_on_the_wire(
     load = driver_load(lags, progress)
     assert 0 <= load <= INT16_MAX
     assert (load >= OVERLOADED_LOAD) == bool(tasks_behind(lags))
+    unstarted = {t: replace(p, committed_at=None) for t, p in progress.items()}
+    assert driver_load(lags, unstarted) < OVERLOADED_LOAD
