@@ -189,7 +189,8 @@ class LoadModel:
         """The fewest tasks of one connector an open worker holds (`held`: by worker)."""
         if not self._closed:
             return min(held.values()) if len(held) == len(self.workers) else 0
-        return min(held.get(w, 0) for w in self._open)
+        opened = [count for worker, count in held.items() if worker not in self._closed]
+        return min(opened) if len(opened) == len(self._open) else 0
 
     def is_balanced(self) -> bool:
         size = len(self.workers)
