@@ -16,7 +16,7 @@ from pathlib import Path
 from herder.auto_restart import RestartPolicy
 from herder.config_store import ConfigStore
 from herder.herder import DistributedHerder
-from herder.kafka_log import RecordHandler
+from herder.kafka_log import OpenLog, RecordHandler
 from herder.membership import (
     Generation,
     HeartbeatOutcome,
@@ -58,9 +58,17 @@ class MemoryLog:
         asyncio.get_running_loop().call_soon(self._apply_pending)
         return len(self._records) - 1
 
+    async def send_soon(self, key: bytes, value: bytes | None) -> asyncio.Future[int]:
+        offset: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        offset.set_result(await self.send(key, value))
+        return offset
+
     async def read_to_end(self, timeout_s: float = 30.0) -> int:
         self._apply_pending()
         return self._position
+
+    async def read_through(self, offset: int, timeout_s: float = 30.0) -> None:
+        self._apply_pending()
 
     def _apply_pending(self) -> None:
         while self._position < len(self._records):
@@ -293,8 +301,10 @@ async def running_herder(
     plugins: CountingPlugins | None = None,
     auto_restart: RestartPolicy | None = None,
     group_instance_id: str | None = None,
+    config_log: OpenLog = MemoryLog,
 ) -> AsyncIterator[tuple[DistributedHerder, RecordingRuntime]]:
-    """A whole herder on memory: one member, in-memory topics, a recording runtime."""
+    """A whole herder on memory: one member, in-memory topics (the config topic's
+    `config_log`), a recording runtime."""
     runtime = runtime or RecordingRuntime()
     settings = HerderSettings(
         worker_id="me:8083",
@@ -315,7 +325,7 @@ async def running_herder(
     herder = DistributedHerder(
         settings,
         member,
-        ConfigStore(MemoryLog),
+        ConfigStore(config_log),
         StatusStore(MemoryLog),
         runtime,
         plugins or CountingPlugins(),
