@@ -1,12 +1,20 @@
-"""Loads through the whole herder (v5): a leader reads the members' loads off the wire
-and gives an overloaded member no new task while another has room."""
+"""Loads through the whole herder (v5): a member sends the load it measures with every
+join, and a leader reads the members' loads off the wire and gives an overloaded member no
+new task while another has room."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
+from itertools import count
 from pathlib import Path
 
+import pytest
+
+from herder.herder import DistributedHerder
+from protocol.codec import decode_subscription
 from protocol.messages import OVERLOADED_LOAD
+from tests.unit.herder import memory_cluster
 from tests.unit.herder.memory_cluster import BYSTANDER, LoneCoordinator, running_herder, until
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
@@ -23,3 +31,19 @@ async def test_the_leader_gives_an_overloaded_member_no_new_task(tmp_path: Path)
         await herder.admin.create_connector("busy", CONFIG)
         await until(lambda: len(runtime.running) == 2, "both tasks here")
         assert len(herder.owned.tasks) == 2
+
+
+async def test_every_join_sends_the_load_the_worker_measures_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process wires `worker.driver_load` in as `load`; here a counter stands in for
+    the measurement, which is asked anew for each JoinGroup."""
+    measured = count(100, 100)
+    herder_with_load = partial(DistributedHerder, load=lambda: next(measured))
+    monkeypatch.setattr(memory_cluster, "DistributedHerder", herder_with_load)
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, _):
+        await herder.admin.create_connector("measured", CONFIG)
+        await until(lambda: len(coordinator.joined_with) >= 2, "a second join")
+    loads = [decode_subscription(sent).load for sent in coordinator.joined_with]
+    assert loads == list(range(100, 100 * (len(loads) + 1), 100))
