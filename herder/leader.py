@@ -20,6 +20,7 @@ from herder.assignor import (
     HandedOver,
     IncrementalCooperativeAssignor,
 )
+from herder.assignor.room import closed_members
 from herder.config_store import ConfigSnapshot
 from herder.membership import JoinedMembers
 from protocol.codec import encode_assignment
@@ -103,6 +104,7 @@ class LeaderPlanner:
                 now_ms=now_ms,
             )
             assignments |= self._assignor_for(plan.group_version).assign(round_)
+            _log_closed(plan.subscriptions)
             if self._identity_aware and is_cooperative(plan.group_version):
                 self.hand_over_changes = hand_over_changes(
                     plan.subscriptions, snapshot.handed_over, now_ms, self._max_delay_ms
@@ -132,6 +134,13 @@ class LeaderPlanner:
         return IncrementalCooperativeAssignor(
             self._max_delay_ms, self._identity_aware, inherited_deadline_ms=inherited_deadline_ms
         )
+
+
+def _log_closed(members: Mapping[str, Subscription]) -> None:
+    closed = closed_members(members)
+    if closed:
+        loads = ", ".join(f"{sub.worker_id} ({sub.load} per mille)" for sub in closed.values())
+        log.info("overloaded, so given no new task while others have room: %s", loads)
 
 
 def answering(

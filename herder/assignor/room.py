@@ -13,9 +13,9 @@ balance between workers with room; among those, a lower load only wins a tie.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from protocol.messages import NO_LOAD, OVERLOADED_LOAD
+from protocol.messages import NO_LOAD, OVERLOADED_LOAD, Subscription
 
 
 def closed_workers(loads: Sequence[int]) -> frozenset[int]:
@@ -23,6 +23,14 @@ def closed_workers(loads: Sequence[int]) -> frozenset[int]:
     unless that is every worker. An unknown load (`NO_LOAD`, an older member) is room."""
     overloaded = frozenset(i for i, load in enumerate(loads) if load >= OVERLOADED_LOAD)
     return overloaded if len(overloaded) < len(loads) else frozenset()
+
+
+def closed_members(members: Mapping[str, Subscription]) -> dict[str, Subscription]:
+    """The members a round closes: of those that stay (not leaving), the overloaded ones
+    unless that is all of them; by member id, in the order the planner ranks them."""
+    staying = [member for member in sorted(members) if not members[member].leaving]
+    closed = closed_workers([members[member].load for member in staying])
+    return {staying[i]: members[staying[i]] for i in sorted(closed)}
 
 
 def tie_load(load: int) -> int:

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from herder.assignor import IncrementalCooperativeAssignor
-from herder.assignor.room import closed_workers
+from herder.assignor.room import closed_members, closed_workers
 from protocol.messages import NO_LOAD, OVERLOADED_LOAD, Assignment
 from protocol.versions import MEMBER_LOAD_VERSION
-from tests.unit.assignor.group import Group, is_balanced
+from tests.unit.assignor.group import Group, is_balanced, subscription
 from tests.unit.assignor.test_placement import Layout, all_items, layouts, model_of
 
 DELAY = 60_000
@@ -38,6 +38,19 @@ def test_only_overloaded_workers_are_closed_and_only_while_another_has_room() ->
     assert closed_workers([NO_LOAD, BUSY]) == {1}
     assert closed_workers([NO_LOAD, NO_LOAD]) == frozenset()
     assert closed_workers([]) == frozenset()
+
+
+def test_closed_members_are_counted_among_the_members_that_stay() -> None:
+    """A member leaving for good takes no task anyway: its room does not keep the
+    overloaded ones open."""
+    members = {
+        "a": subscription("a", load=BUSY),
+        "b": subscription("b", load=100, leaving=True),
+        "c": subscription("c", load=BUSY),
+    }
+    assert closed_members(members) == {}
+    members["d"] = subscription("d", load=0)
+    assert closed_members(members) == {"a": members["a"], "c": members["c"]}
 
 
 def test_an_overloaded_worker_gets_no_new_task_while_others_have_room() -> None:

@@ -4,6 +4,7 @@ new task while another has room."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from functools import partial
 from itertools import count
@@ -20,9 +21,13 @@ from tests.unit.herder.memory_cluster import BYSTANDER, LoneCoordinator, running
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
 
 
-async def test_the_leader_gives_an_overloaded_member_no_new_task(tmp_path: Path) -> None:
+async def test_the_leader_gives_an_overloaded_member_no_new_task(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """With a bystander that has room this worker runs one task of two
-    (test_herder_loop's leaving leader); overloaded, the bystander gets none."""
+    (test_herder_loop's leaving leader); overloaded, the bystander gets none, and the
+    leader's log says why."""
+    caplog.set_level(logging.INFO, logger="herder.leader")
     overloaded = replace(BYSTANDER, load=OVERLOADED_LOAD + 200)
     async with running_herder(tmp_path, LoneCoordinator(bystander=overloaded)) as (
         herder,
@@ -31,6 +36,10 @@ async def test_the_leader_gives_an_overloaded_member_no_new_task(tmp_path: Path)
         await herder.admin.create_connector("busy", CONFIG)
         await until(lambda: len(runtime.running) == 2, "both tasks here")
         assert len(herder.owned.tasks) == 2
+    assert (
+        "overloaded, so given no new task while others have room: 127.0.0.1:9 (1200 per mille)"
+        in caplog.messages
+    )
 
 
 async def test_every_join_sends_the_load_the_worker_measures_then(
