@@ -74,9 +74,17 @@ class JoinCallbacks:
                 connector_table=subscription_table(
                     snapshot.connectors, lifecycle.version, lifecycle.group_version
                 ),
-                load=self._load(),
+                load=self._measured_load(),
             )
         )
+
+    def _measured_load(self) -> int:
+        """A failed measurement must not fail the join: the leader balances counts then."""
+        try:
+            return self._load()
+        except Exception:
+            log.exception("could not measure this worker's load; joining without it")
+            return NO_LOAD
 
     def work_changed(self) -> bool:
         """Whether the configured work differs from what the last join reported: new or

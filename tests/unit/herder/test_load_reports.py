@@ -14,7 +14,7 @@ import pytest
 
 from herder.herder import DistributedHerder
 from protocol.codec import decode_subscription
-from protocol.messages import OVERLOADED_LOAD
+from protocol.messages import NO_LOAD, OVERLOADED_LOAD
 from tests.unit.herder import memory_cluster
 from tests.unit.herder.memory_cluster import BYSTANDER, LoneCoordinator, running_herder, until
 
@@ -40,6 +40,21 @@ async def test_the_leader_gives_an_overloaded_member_no_new_task(
         "overloaded, so given no new task while others have room: 127.0.0.1:9 (1200 per mille)"
         in caplog.messages
     )
+
+
+def failing_measurement() -> int:
+    raise ZeroDivisionError("a bug in the measurement")
+
+
+async def test_a_failed_measurement_joins_without_a_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    herder_with_load = partial(DistributedHerder, load=failing_measurement)
+    monkeypatch.setattr(memory_cluster, "DistributedHerder", herder_with_load)
+    coordinator = LoneCoordinator()
+    async with running_herder(tmp_path, coordinator) as (herder, _):
+        await until(lambda: herder.ready, "the worker joined")
+    assert decode_subscription(coordinator.joined_with[0]).load == NO_LOAD
 
 
 async def test_every_join_sends_the_load_the_worker_measures_then(
