@@ -3,11 +3,13 @@ target states, restart requests, log levels and task offsets.
 
 REST calls this class directly; a new operation is a method here, a route and a `ctl`
 command. Writes are the leader's (`require_leader` raises `NotLeader` elsewhere, and
-REST forwards). A write marked `@queued` runs one at a time through the herder's request
-queue, so each one sees the config topic as its own check left it; it answers once its
-records are written and read back (and, for a started connector, its task configs), not
-once the rebalance and the task starts they cause are done. It reconciles only its own
-connector's task configs: the leader's next round reconciles them all.
+REST forwards). A write marked `@queued` runs through the herder's request queue, in
+batches: each write of a batch checks in turn against the config as the writes before it
+left it (`ConfigStore.planned`) and stages its records (and, for a started connector,
+its task configs); then the batch's records are made durable together, and each write
+answers once its own are acknowledged and read back, not once the rebalance and the task
+starts they cause are done. A write computes only its own connector's task configs: the
+leader's next round reconciles them all.
 """
 
 from __future__ import annotations
@@ -16,9 +18,18 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from functools import partial
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
-from herder.config_store import ConfigStore, RestartRequest, TargetState
+from herder.config_store import (
+    ConfigSnapshot,
+    ConfigStore,
+    RestartRequest,
+    TargetState,
+    connector_records,
+    deletion_records,
+    restart_records,
+    target_state_records,
+)
 from herder.errors import (
     ConnectorExists,
     ConnectorNotFound,
@@ -42,15 +53,26 @@ log = logging.getLogger(__name__)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+_A = TypeVar("_A")
+
+
+class Later(Generic[_R]):
+    """A write's answer once `finish` is done: its turn in the request lane has ended
+    (its records are sent), and its caller waits for them outside the lane."""
+
+    def __init__(self, finish: Callable[[], Awaitable[_R]]) -> None:
+        self.finish = finish
 
 
 def queued(
-    write: Callable[Concatenate[ClusterAdmin, _P], Awaitable[_R]],
+    write: Callable[Concatenate[ClusterAdmin, _P], Awaitable[Later[_R]]],
 ) -> Callable[Concatenate[ClusterAdmin, _P], Coroutine[Any, Any, _R]]:
-    """A write that runs in the group loop's turn (`RequestQueue`), not in its caller's."""
+    """A write that runs in the group loop's turn (`RequestQueue`), not in its caller's,
+    and answers once its `Later` is done."""
 
     async def in_turn(admin: ClusterAdmin, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        return await admin._submit(partial(write, admin, *args, **kwargs))
+        answer = await admin._submit(partial(write, admin, *args, **kwargs))
+        return await answer.finish()
 
     return in_turn
 
@@ -83,7 +105,9 @@ class ClusterAdmin:
         return sorted(self._configs.snapshot().connectors)
 
     def connector(self, name: str) -> ConnectorView:
-        snapshot = self._configs.snapshot()
+        return self._view(self._configs.snapshot(), name)
+
+    def _view(self, snapshot: ConfigSnapshot, name: str) -> ConnectorView:
         config = snapshot.connectors.get(name)
         if config is None:
             raise ConnectorNotFound(name)
@@ -120,7 +144,7 @@ class ClusterAdmin:
             raise ConnectorNotFound(name)
         return await self._offsets.committed_offsets(name)
 
-    # -- writes: the leader's, one at a time -----------------------------------------------
+    # -- writes: the leader's, in batches ------------------------------------------------
 
     @queued
     async def create_connector(
@@ -128,33 +152,33 @@ class ClusterAdmin:
         name: str,
         config: Mapping[str, str],
         initial_state: TargetState = TargetState.STARTED,
-    ) -> ConnectorView:
+    ) -> Later[ConnectorView]:
         await self._leader_caught_up()
-        if name in self._configs.snapshot().connectors:
+        if name in self._configs.planned().connectors:
             raise ConnectorExists(name)
         return await self._write_config(name, config, initial_state)
 
     @queued
     async def put_connector_config(
         self, name: str, config: Mapping[str, str]
-    ) -> tuple[bool, ConnectorView]:
+    ) -> Later[tuple[bool, ConnectorView]]:
         """Create or replace a connector's config; whether it was created."""
         await self._leader_caught_up()
-        created = name not in self._configs.snapshot().connectors
-        view = await self._write_config(name, config, TargetState.STARTED if created else None)
-        return created, view
+        created = name not in self._configs.planned().connectors
+        written = await self._write_config(name, config, TargetState.STARTED if created else None)
+        return Later(lambda: self._with(created, written))
 
     @queued
     async def patch_connector_config(
         self, name: str, patch: Mapping[str, str | None]
-    ) -> ConnectorView:
+    ) -> Later[ConnectorView]:
         """Merge `patch` into the config; a None value removes that key (KIP-477).
 
         REST bounded the patch, not the merge: patches within the bounds could still grow
         a config past them, one write at a time.
         """
         await self._leader_caught_up()
-        current = self._configs.snapshot().connectors.get(name)
+        current = self._configs.planned().connectors.get(name)
         if current is None:
             raise ConnectorNotFound(name)
         merged = {key: value for key, value in {**current, **patch}.items() if value is not None}
@@ -166,60 +190,72 @@ class ClusterAdmin:
 
     async def _write_config(
         self, name: str, config: Mapping[str, str], target_state: TargetState | None
-    ) -> ConnectorView:
+    ) -> Later[ConnectorView]:
         if config.get("name", name) != name:
             raise InvalidConnectorConfig(
                 f"Connector name configuration ({config['name']}) doesn't match connector "
                 f"name in the URL ({name})"
             )
         full = {**config, "name": name}
-        snapshot = self._configs.snapshot()
-        others = {n: c for n, c in snapshot.connectors.items() if n != name}
-        state = target_state or snapshot.target_state(name)
+        planned = self._configs.planned()
+        others = {n: c for n, c in planned.connectors.items() if n != name}
+        state = target_state or planned.target_state(name)
         try:
             await asyncio.to_thread(
                 self._plugins.admit, full, others, will_run=state is not TargetState.STOPPED
             )
         except ValueError as exc:
             raise InvalidConnectorConfig(str(exc)) from exc
-        await self._configs.put_connector_config(name, full, target_state)
-        await self._configs.read_to_end()
-        await self._task_configs.reconcile(only=(name,))
-        await self._configs.read_to_end()
-        return self.connector(name)
+        records = connector_records(name, full, target_state)
+        records += await self._task_configs.records(name, self._configs.planned(*records))
+        await self._configs.stage(records)
+        return self._once_durable(self._view(self._configs.planned(), name))
 
     @queued
-    async def set_target_state(self, name: str, state: TargetState) -> None:
+    async def set_target_state(self, name: str, state: TargetState) -> Later[None]:
         """Pause, resume or stop a connector: every worker follows the config topic."""
         await self._existing(name)
-        await self._configs.put_target_state(name, state)
-        await self._configs.read_to_end()
-        await self._task_configs.reconcile(only=(name,))
-        await self._configs.read_to_end()
+        records = target_state_records(name, state)
+        records += await self._task_configs.records(name, self._configs.planned(*records))
+        await self._configs.stage(records)
+        return self._once_durable(None)
 
     @queued
-    async def restart(self, request: RestartRequest) -> None:
+    async def restart(self, request: RestartRequest) -> Later[None]:
         """Record a restart; the workers that run the work carry it out."""
         await self._leader_caught_up()
         if request.task is not None:
-            self.task_status(ConnectorTaskId(request.connector, request.task))
-        elif request.connector not in self._configs.snapshot().connectors:
+            self._task_of_planned(ConnectorTaskId(request.connector, request.task))
+        elif request.connector not in self._configs.planned().connectors:
             raise ConnectorNotFound(request.connector)
-        await self._configs.put_restart_request(request)
-        await self._configs.read_to_end()
+        await self._configs.stage(restart_records(request))
+        return self._once_durable(None)
 
     @queued
-    async def delete_connector(self, name: str) -> None:
+    async def delete_connector(self, name: str) -> Later[None]:
         await self._existing(name)
-        task_count = len(self._configs.snapshot().task_configs.get(name, ()))
-        await self._configs.delete_connector(name)
+        task_count = len(self._configs.planned().task_configs.get(name, ()))
+        await self._configs.stage(deletion_records(name))
         await self._statuses.delete_connector(name, task_count)
-        await self._configs.read_to_end()
+        return self._once_durable(None)
+
+    def _once_durable(self, answer: _A) -> Later[_A]:
+        """`answer`, once every record staged so far is acknowledged and read back."""
+
+        async def finish() -> _A:
+            await self._configs.flush()
+            return answer
+
+        return Later(finish)
+
+    @staticmethod
+    async def _with(created: bool, written: Later[ConnectorView]) -> tuple[bool, ConnectorView]:
+        return created, await written.finish()
 
     @queued
     async def alter_connector_offsets(
         self, name: str, offsets: Mapping[int, Mapping[int, object | None]]
-    ) -> None:
+    ) -> Later[None]:
         """`offsets[task][source]`: the end offset to resume after; a task given only None
         offsets is reset. Refused unless the connector is STOPPED and none of its tasks
         still reports RUNNING."""
@@ -230,12 +266,14 @@ class ClusterAdmin:
             raise InvalidOffsets(str(exc)) from exc
         for task, by_source in sorted(offsets.items()):
             log.info("altered the offsets of %s task %d: %s", name, task, dict(by_source))
+        return _answered(None)
 
     @queued
-    async def reset_connector_offsets(self, name: str) -> None:
+    async def reset_connector_offsets(self, name: str) -> Later[None]:
         await self._require_stopped(name)
         await self._offsets.reset_offsets(name)
         log.info("reset the offsets of %s: its tasks start from their sources' beginning", name)
+        return _answered(None)
 
     async def set_cluster_logger_level(self, namespace: str, level: str) -> None:
         """Any worker may write this record; every worker, this one included, applies it
@@ -244,17 +282,22 @@ class ClusterAdmin:
         await self._configs.read_to_end()
 
     async def _leader_caught_up(self) -> None:
+        """Once per batch (`ConfigStore.catch_up`): the leader is the config's only writer."""
         self._require_leader()
-        await self._configs.read_to_end()
+        await self._configs.catch_up()
 
     async def _existing(self, name: str) -> None:
         await self._leader_caught_up()
-        if name not in self._configs.snapshot().connectors:
+        if name not in self._configs.planned().connectors:
             raise ConnectorNotFound(name)
+
+    def _task_of_planned(self, task: ConnectorTaskId) -> None:
+        if task.task not in range(len(self._view(self._configs.planned(), task.connector).tasks)):
+            raise TaskNotFound(task)
 
     async def _require_stopped(self, name: str) -> None:
         await self._existing(name)
-        if self._configs.snapshot().target_state(name) is not TargetState.STOPPED:
+        if self._configs.planned().target_state(name) is not TargetState.STOPPED:
             raise ConnectorNotStopped(name)
         await self._statuses.read_to_end()
         running = sorted(
@@ -264,3 +307,12 @@ class ClusterAdmin:
         )
         if running:
             raise TasksStillRunning(name, running)
+
+
+def _answered(answer: _R) -> Later[_R]:
+    """A write done within its turn (the tasks' offsets are not on the config topic)."""
+
+    async def finish() -> _R:
+        return answer
+
+    return Later(finish)

@@ -2,7 +2,10 @@
 
 The requests run one at a time, in a lane of their own beside the loop's steps
 (`herder.lifecycle`): a write answers once the config topic has it, as in Kafka
-Connect, not once the rebalance and the task starts it causes are done. A request
+Connect, not once the rebalance and the task starts it causes are done. A write's turn
+ends once its records are sent; its caller waits for them to be acknowledged and read
+back outside the lane (`herder.admin.Later`), so the next write runs meanwhile and a
+burst of writes shares those round trips. A request
 that arrives before the worker has joined the group waits for the join (up to a
 time-out) instead of failing because no leader is known yet. The automatic restarts
 use a queue of their own, which the loop drains between rebalances.

@@ -1,8 +1,9 @@
 """REST writes answer once the config topic has them (issue 34, item 1), through the whole
 herder against in-memory stores and a one-member group: a create answers while a task's
 start hangs and while the round an earlier create asked for is still under way (a
-refused config is refused at once, before anything is written), and creates that arrive
-together, or during that round, share one round."""
+refused config is refused at once, before anything is written); creates that arrive
+together are written together (all their records sent before the first is acknowledged,
+one read to the end of the topic among them) and share one round."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from herder.errors import InvalidConnectorConfig
+from herder.kafka_log import RecordHandler
 from herder.membership import Generation, LeaderCallback, Subscribe
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
     LoneCoordinator,
+    MemoryLog,
     RecordingRuntime,
     running_herder,
     until,
@@ -64,6 +67,37 @@ class CountedJoins(LoneCoordinator):
         return await super().join(subscribe, on_leader, lambda: None)
 
 
+class HeldAcks(MemoryLog):
+    """A config topic whose broker holds its acknowledgements while `acks` is clear;
+    `reads_to_end` counts the reads to its end (each a round trip to a real broker)."""
+
+    def __init__(self, on_record: RecordHandler) -> None:
+        super().__init__(on_record)
+        self.acks = asyncio.Event()
+        self.acks.set()
+        self.reads_to_end = 0
+        self.sent: list[str] = []
+        self._acking: set[asyncio.Task[None]] = set()
+
+    async def send_soon(self, key: bytes, value: bytes | None) -> asyncio.Future[int]:
+        offset = await self.send(key, value)
+        self.sent.append(key.decode())
+        acked: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        async def acknowledge() -> None:
+            await self.acks.wait()
+            acked.set_result(offset)
+
+        acking = asyncio.create_task(acknowledge())
+        self._acking.add(acking)
+        acking.add_done_callback(self._acking.discard)
+        return acked
+
+    async def read_to_end(self, timeout_s: float = 30.0) -> int:
+        self.reads_to_end += 1
+        return await super().read_to_end(timeout_s)
+
+
 def tasks(*names: str) -> set[ConnectorTaskId]:
     return {ConnectorTaskId(name, 0) for name in names}
 
@@ -104,3 +138,40 @@ async def test_creates_that_arrive_together_share_one_round(tmp_path: Path) -> N
         await asyncio.gather(*(herder.admin.create_connector(n, CONFIG) for n in names))
         await until(lambda: set(runtime.running) == tasks(*names), "every task runs")
         assert coordinator.generation == generation + 1
+
+
+async def test_creates_that_arrive_together_are_written_together(tmp_path: Path) -> None:
+    coordinator, runtime = CountedJoins(), HeldStarts()
+    topics: list[HeldAcks] = []
+
+    def config_topic(on_record: RecordHandler) -> HeldAcks:
+        topics.append(HeldAcks(on_record))
+        return topics[-1]
+
+    async with running_herder(tmp_path, coordinator, runtime=runtime, config_log=config_topic) as (
+        herder,
+        _,
+    ):
+        await herder.admin.create_connector("first", CONFIG)
+        await until(lambda: tasks("first") <= set(runtime.begun), "the first task's start")
+        generation = coordinator.generation
+        coordinator.joinable.clear()
+        (topic,) = topics
+        topic.acks.clear()
+        try:
+            reads = topic.reads_to_end
+            names = [f"c{i}" for i in range(8)]
+            creates = [asyncio.create_task(herder.admin.create_connector(n, CONFIG)) for n in names]
+            commits = {f"commit-{name}" for name in names}
+            await until(lambda: commits <= set(topic.sent), "every create's records sent")
+
+            assert not any(create.done() for create in creates), "none is acknowledged yet"
+            assert topic.reads_to_end == reads + 1
+        finally:  # a failed assertion must not leave the herder's stop waiting for them
+            topic.acks.set()
+            coordinator.joinable.set()
+            runtime.launch.set()
+        views = await asyncio.gather(*creates)
+        assert [view.tasks for view in views] == [(ConnectorTaskId(n, 0),) for n in names]
+        await until(lambda: set(runtime.running) == tasks("first", *names), "all run")
+        assert coordinator.generation == generation + 1, "the eight in one round"
