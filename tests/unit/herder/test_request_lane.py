@@ -3,7 +3,8 @@ herder against in-memory stores and a one-member group: a create answers while a
 start hangs and while the round an earlier create asked for is still under way (a
 refused config is refused at once, before anything is written); creates that arrive
 together are written together (all their records sent before the first is acknowledged,
-one read to the end of the topic among them) and share one round."""
+one read to the end of the topic among them) and share one round; of two creates of one
+name sent together, the second is refused as Connect refuses it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from herder.errors import InvalidConnectorConfig
+from herder.errors import ConnectorExists, InvalidConnectorConfig
 from herder.kafka_log import RecordHandler
 from herder.membership import Generation, LeaderCallback, Subscribe
 from protocol.messages import ConnectorTaskId
@@ -175,3 +176,17 @@ async def test_creates_that_arrive_together_are_written_together(tmp_path: Path)
         assert [view.tasks for view in views] == [(ConnectorTaskId(n, 0),) for n in names]
         await until(lambda: set(runtime.running) == tasks("first", *names), "all run")
         assert coordinator.generation == generation + 1, "the eight in one round"
+
+
+async def test_two_creates_of_one_name_in_one_batch_are_one_create_and_one_conflict(
+    tmp_path: Path,
+) -> None:
+    async with running_herder(tmp_path) as (herder, _):
+        await until(lambda: herder.ready, "the first round")
+        answers = await asyncio.gather(
+            herder.admin.create_connector("twice", CONFIG),
+            herder.admin.create_connector("twice", {**CONFIG, "tasks.max": "2"}),
+            return_exceptions=True,
+        )
+        assert isinstance(answers[1], ConnectorExists)
+        assert herder.admin.connector("twice").config == {**CONFIG, "name": "twice"}
