@@ -208,8 +208,8 @@ class ClusterAdmin:
             raise InvalidConnectorConfig(str(exc)) from exc
         records = connector_records(name, full, target_state)
         records += await self._task_configs.records(name, self._configs.planned(*records))
-        await self._configs.stage(records)
-        return self._once_durable(self._view(self._configs.planned(), name))
+        durable = await self._configs.stage(records)
+        return self._once_durable(durable, self._view(self._configs.planned(), name))
 
     @queued
     async def set_target_state(self, name: str, state: TargetState) -> Later[None]:
@@ -217,8 +217,7 @@ class ClusterAdmin:
         await self._existing(name)
         records = target_state_records(name, state)
         records += await self._task_configs.records(name, self._configs.planned(*records))
-        await self._configs.stage(records)
-        return self._once_durable(None)
+        return self._once_durable(await self._configs.stage(records), None)
 
     @queued
     async def restart(self, request: RestartRequest) -> Later[None]:
@@ -228,22 +227,23 @@ class ClusterAdmin:
             self._task_of_planned(ConnectorTaskId(request.connector, request.task))
         elif request.connector not in self._configs.planned().connectors:
             raise ConnectorNotFound(request.connector)
-        await self._configs.stage(restart_records(request))
-        return self._once_durable(None)
+        return self._once_durable(await self._configs.stage(restart_records(request)), None)
 
     @queued
     async def delete_connector(self, name: str) -> Later[None]:
         await self._existing(name)
         task_count = len(self._configs.planned().task_configs.get(name, ()))
-        await self._configs.stage(deletion_records(name))
+        durable = await self._configs.stage(deletion_records(name))
         await self._statuses.delete_connector(name, task_count)
-        return self._once_durable(None)
+        return self._once_durable(durable, None)
 
-    def _once_durable(self, answer: _A) -> Later[_A]:
-        """`answer`, once every record staged so far is acknowledged and read back."""
+    def _once_durable(self, durable: asyncio.Task[None], answer: _A) -> Later[_A]:
+        """`answer`, once every record staged so far is acknowledged and read back, and
+        the write's own (`durable`) were not refused."""
 
         async def finish() -> _A:
             await self._configs.flush()
+            await asyncio.shield(durable)
             return answer
 
         return Later(finish)

@@ -306,9 +306,11 @@ class ConfigStore:
             replay.apply(*record)
         return replay.snapshot(self._log.position)
 
-    async def stage(self, records: list[ConfigRecord]) -> None:
-        """Send `records` in order without waiting for them; `flush` waits. They leave
-        `planned` once read back, whether anyone waits or not (a caller may go away)."""
+    async def stage(self, records: list[ConfigRecord]) -> asyncio.Task[None]:
+        """Send `records` in order without waiting for them; the task returned ends once
+        they are read back (or fails with the broker's refusal), and `flush` waits for
+        it too. They leave `planned` then, whether anyone waits or not (a caller may go
+        away)."""
         offsets = []
         for key, value in records:
             payload = None if value is None else json.dumps(value, sort_keys=True).encode()
@@ -317,6 +319,7 @@ class ConfigStore:
         staged = [_Staged(record, durable) for record in records]
         self._staged += staged
         durable.add_done_callback(partial(self._settled, staged))
+        return durable
 
     async def flush(self) -> None:
         """Wait until every record staged before this call is acknowledged and read back.

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from aiokafka.errors import KafkaError
 
 from herder.errors import ConnectorExists, InvalidConnectorConfig
 from herder.kafka_log import RecordHandler
@@ -190,3 +191,38 @@ async def test_two_creates_of_one_name_in_one_batch_are_one_create_and_one_confl
         )
         assert isinstance(answers[1], ConnectorExists)
         assert herder.admin.connector("twice").config == {**CONFIG, "name": "twice"}
+
+
+class RefusingBroker(MemoryLog):
+    """A config topic whose broker refuses the next record while `refuse` is set."""
+
+    refuse = False
+
+    async def send_soon(self, key: bytes, value: bytes | None) -> asyncio.Future[int]:
+        if not self.refuse:
+            return await super().send_soon(key, value)
+        refused: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        refused.set_exception(KafkaError("NOT_ENOUGH_REPLICAS"))
+        return refused
+
+
+async def test_a_write_whose_records_the_broker_refuses_fails_and_the_next_one_runs(
+    tmp_path: Path,
+) -> None:
+    topics: list[RefusingBroker] = []
+
+    def config_topic(on_record: RecordHandler) -> RefusingBroker:
+        topics.append(RefusingBroker(on_record))
+        return topics[-1]
+
+    async with running_herder(tmp_path, config_log=config_topic) as (herder, _):
+        await until(lambda: herder.ready, "the first round")
+        topics[0].refuse = True
+        with pytest.raises(KafkaError, match="NOT_ENOUGH_REPLICAS"):
+            await herder.admin.create_connector("refused", CONFIG)
+        topics[0].refuse = False
+
+        view = await herder.admin.create_connector("written", CONFIG)
+
+        assert view.tasks == (ConnectorTaskId("written", 0),)
+        assert herder.admin.connector_names() == ["written"]
