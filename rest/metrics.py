@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 from herder.metrics import WorkerMetrics
 from protocol.messages import ConnectorTaskId
 from rest.herder_api import HerderDep
+from worker.driver_load import driver_load
 from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import StartupCounts
@@ -63,7 +64,15 @@ class WorkerCollector(Collector):
         yield from _sparkherd_metrics(metrics, self._runtime)
         yield from _progress_metrics(self._runtime.progress())
         yield from _error_metrics(self._runtime.errors())
-        yield from _lag_metrics(self._runtime.trigger_lags())
+        lags = self._runtime.trigger_lags()
+        yield from _lag_metrics(lags)
+        yield _gauge(
+            "sparkherd_worker_load_permille",
+            "the load this worker reports to the group's leader when it joins, in per mille "
+            "of its driver (1000 and up: overloaded, given no new task while another worker "
+            "has room)",
+            driver_load(lags, self._runtime.progress()),
+        )
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:

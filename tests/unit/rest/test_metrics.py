@@ -164,3 +164,17 @@ def test_a_task_behind_its_trigger_shows_in_its_lag_and_the_overload_gauge(
     )
     assert seen[("sparkherd_worker_overloaded", ())] == 1
     assert seen[("sparkherd_worker_tasks_behind", ())] == 1
+
+
+def test_the_load_the_leader_places_by_is_a_gauge(client: TestClient, runtime: FakeRuntime) -> None:
+    """The figure a member sends in its JoinGroup (`worker.driver_load`), so an operator
+    sees why the leader gave a worker no new task."""
+    light, heavy = ConnectorTaskId("gen", 0), ConnectorTaskId("gen", 1)
+    runtime.lags = {light: TriggerLag(0.0, 2.0), heavy: TriggerLag(0.0, 2.0)}
+    runtime.seen = {
+        light: TaskProgress(4, 20, 5.0, 5.0, 200, None, committed_at=1.0),
+        heavy: TaskProgress(4, 20, 5.0, 5.0, 1_000, None, committed_at=1.0),
+    }
+    assert scrape(client)[("sparkherd_worker_load_permille", ())] == 100 + 500
+    runtime.lags[heavy] = TriggerLag(9.5, 2.0)
+    assert scrape(client)[("sparkherd_worker_load_permille", ())] >= 1_000
