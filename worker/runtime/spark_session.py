@@ -28,6 +28,8 @@ from worker.runtime.maven_jars import JarResolutionError
 
 log = logging.getLogger(__name__)
 
+STREAMING_CHECKPOINT_FILE_MANAGER: Final = "spark.sql.streaming.checkpointFileManagerClass"
+
 DEFAULT_SPARK_CONF: Final[Mapping[str, str]] = MappingProxyType(
     {
         "spark.master": "local[*]",
@@ -42,6 +44,15 @@ DEFAULT_SPARK_CONF: Final[Mapping[str, str]] = MappingProxyType(
         # so the task with the smallest name took every free slot and, of 40 light tasks
         # on local[1], the last 21 created committed nothing for ten minutes.
         "spark.scheduler.mode": "FIFO",
+        # Checkpoint logs (offsets, commits, a file sink's `_spark_metadata`) written through
+        # Hadoop's FileSystem, not its FileContext: FileContext's rename asks for the file's
+        # link status, which Hadoop's local file system (no native library in PySpark)
+        # answers by running `readlink`, three processes a batch; with the chmod of every
+        # new file they cost a light batch more driver CPU than the rest of it (issue 34:
+        # 80 of 230 ms a batch, tests/bench/light_batch_cost.py). The rename is as atomic.
+        STREAMING_CHECKPOINT_FILE_MANAGER: (
+            "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
+        ),
         "spark.log.level": "WARN",
         # A FAILED task's trace then carries the JVM stack, as a Kafka Connect trace does.
         "spark.sql.pyspark.jvmStacktrace.enabled": "true",
