@@ -220,6 +220,50 @@ async def test_generator_tasks_resume_after_a_stop_with_no_gap_and_no_duplicate(
     after_restart = await asyncio.to_thread(committed_seqs, spark, output / "task-0")
     assert len(after_restart) > len(before_restart) > 0
     assert states.states_of(first)[-2:] == [TaskState.RUNNING, TaskState.UNASSIGNED]
+    batch_times = await asyncio.to_thread(rows_per_batch_time, spark, output / "task-0")
+    assert len(batch_times) == committed_batches(output / "task-0")
+    assert set(batch_times.values()) == {int(config["rows.per.second"])}
+
+
+def rows_per_batch_time(spark: SparkSession, directory: Path) -> dict[Any, int]:
+    """The committed rows of each `ts`: every row of a batch carries the batch's time."""
+    counted = spark.read.parquet(str(directory)).groupBy("ts").count().collect()
+    return {row["ts"]: row["count"] for row in counted}
+
+
+def compilations(spark: SparkSession) -> int:
+    """Classes Spark has compiled from generated code in this JVM so far."""
+    metrics: Any = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
+async def test_a_generators_batches_compile_no_code_after_its_first(
+    runtime: tuple[SparkTaskRuntime, StateLog],
+    spark_provider: SparkSessionProvider,
+    tmp_path: Path,
+) -> None:
+    """Its batch time is a new literal every batch: compiled into generated code, each
+    batch would compile a class (about 40 ms of driver CPU, issue 34)."""
+    task_runtime, _ = runtime
+    output, task = tmp_path / "out", ConnectorTaskId("gen", 0)
+    config = {**generator_config(output, tasks=1), "batch.interval.ms": "200"}
+    spark = spark_provider.get()
+    await task_runtime.start_task(task, config, config, GENERATION)
+    await wait_until_async(
+        partial(committed_batches, output / "task-0"),
+        WAIT_S,
+        what="two batches",
+        until=lambda n: n >= 2,
+    )
+    compiled, batches = compilations(spark), committed_batches(output / "task-0")
+    await wait_until_async(
+        partial(committed_batches, output / "task-0"),
+        WAIT_S,
+        what="three more batches",
+        until=lambda n: n >= batches + 3,
+    )
+    assert compilations(spark) == compiled
+    await task_runtime.stop_all()
 
 
 async def test_a_task_that_cannot_start_fails_alone(

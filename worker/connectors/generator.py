@@ -10,7 +10,7 @@ worker sharing `checkpoint.root`, therefore continues the sequence exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pyspark.sql import functions as F
@@ -28,7 +28,7 @@ from worker.plugins.api import (
 from worker.records.errors.settings import not_reading_kafka_problems
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 
@@ -43,6 +43,26 @@ class GeneratorSettings(BaseModel):
     @property
     def rows_per_batch(self) -> int:
         return max(1, self.rows_per_second * self.batch_interval_ms // 1000)
+
+
+BATCH_TIME_SQL: Final = (
+    "timestamp_micros(cast("
+    "java_method('java.lang.String', 'valueOf', unix_micros(current_timestamp())) as bigint))"
+)
+
+
+def batch_time() -> Column:
+    """The batch's processing time (`current_timestamp()`), the same for every row of a
+    batch, computed so that Spark compiles the batch's code once, not every batch.
+
+    Spark makes `current_timestamp()` a literal per batch, and whole-stage code
+    generation writes a timestamp literal into the Java code it compiles; a new literal
+    is new code, so every batch of a generator cost a compilation (Janino, then the
+    JIT): about 40 ms of a light batch's driver CPU, a third of it
+    (`tests/bench/light_batch_cost.py`, issue 34). `java_method` is evaluated without
+    generated code, holding its argument (the literal) outside the code, which then is
+    the same every batch; it hands the microseconds over as text, turned back exactly."""
+    return F.expr(BATCH_TIME_SQL)
 
 
 class GeneratorTask(Task):
@@ -66,7 +86,7 @@ class GeneratorTask(Task):
             .select(
                 F.lit(context.task).cast("int").alias("task"),
                 F.col("value").cast("long").alias("seq"),
-                F.current_timestamp().alias("ts"),
+                batch_time().alias("ts"),
             )
         )
         return start_file_sink(
