@@ -31,6 +31,7 @@ source.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -51,7 +52,7 @@ from aiokafka import TopicPartition
 from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
-from tests.support.processes import ready_worker, running_broker
+from tests.support.processes import process_tree, ready_worker, running_broker
 from tests.support.rest_client import Api
 from worker.connectors.files.kafka_to_files import KafkaToFilesTask
 from worker.connectors.kafka_sink import ASSIGN_KEY
@@ -92,6 +93,8 @@ class Run:
     """From the restart to the restarted query's first planned batch."""
     batches: int
     load: float
+    cpu: Cpu
+    """What the side's processes spent from the restart to the backlog committed."""
 
     @property
     def rows_per_s(self) -> float:
@@ -100,6 +103,46 @@ class Run:
     @property
     def drain_rows_per_s(self) -> float:
         return self.records / max(self.seconds - self.restart_s, 1e-3)
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds of a side's processes: its Python process (for the worker also the
+    herder, REST and the progress monitor) and the processes it started (Spark's JVM)."""
+
+    python_s: float
+    jvm_s: float
+    jvm_waited_s: float
+    """How long the JVM's threads were ready to run but waited for a CPU."""
+
+    def __sub__(self, other: Cpu) -> Cpu:
+        return Cpu(
+            self.python_s - other.python_s,
+            self.jvm_s - other.jvm_s,
+            self.jvm_waited_s - other.jvm_waited_s,
+        )
+
+
+def cpu_of(pid: int) -> Cpu:
+    """User and system CPU of `pid` and, apart, of every process under it."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def spent(one: int) -> float:
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    def waited(one: int) -> float:
+        total = 0
+        for thread in Path(f"/proc/{one}/task").glob("*/schedstat"):
+            with contextlib.suppress(OSError, IndexError):
+                total += int(thread.read_text().split()[1])
+        return total / 1e9
+
+    started = process_tree(pid) - {pid}
+    return Cpu(spent(pid), sum(spent(one) for one in started), sum(waited(one) for one in started))
 
 
 class CommittedRows:
@@ -140,6 +183,8 @@ class Job:
     checkpoint: Path
     stop: Callable[[], None]
     start: Callable[[], None]
+    pid: int
+    """The side's Python process."""
 
 
 def timed_backlog(
@@ -152,13 +197,14 @@ def timed_backlog(
     job.stop()
     produce_wave(bootstrap_servers, topic, range(WARM_UP, WARM_UP + records))
     planned_before = max(batch_ids(job.checkpoint, "offsets"), default=-1)
-    began_wall, began = time.time(), time.perf_counter()
+    cpu_before, began_wall, began = cpu_of(job.pid), time.time(), time.perf_counter()
     job.start()
     wait_committed(task_dir, WARM_UP + records)
-    seconds = time.perf_counter() - began
+    seconds, cpu = time.perf_counter() - began, cpu_of(job.pid) - cpu_before
     planned = [b for b in batch_ids(job.checkpoint, "offsets") if b > planned_before]
     first_planned = (job.checkpoint / "offsets" / str(planned[0])).stat().st_mtime
-    return Run(side, client, records, seconds, first_planned - began_wall, len(planned), load())
+    restart_s = first_planned - began_wall
+    return Run(side, client, records, seconds, restart_s, len(planned), load(), cpu)
 
 
 def load() -> float:
@@ -190,6 +236,8 @@ def worker_side(bootstrap_servers: str, root: Path, settings: Sequence[str]) -> 
     spark = [f"{key}={value}" for key, value in SAME_SPARK.items()]
     with ready_worker("bench", bootstrap_servers, root, [*spark, *settings]) as worker:
         api = Api(worker.url)
+        assert worker.process is not None
+        worker_pid = worker.process.pid
 
         def run(servers: str, run_dir: Path, records: int, client: str) -> Run:
             name, topic = run_dir.name, new_topic(servers, "bench", PARTITIONS)
@@ -205,7 +253,7 @@ def worker_side(bootstrap_servers: str, root: Path, settings: Sequence[str]) -> 
                 api.call("PUT", f"/connectors/{name}/resume", 202)
 
             checkpoint = checkpoint_dir_for(root / "checkpoints", name, 0)
-            job = Job(run_dir / "out", checkpoint, pause, resume)
+            job = Job(run_dir / "out", checkpoint, pause, resume, worker_pid)
             try:
                 return timed_backlog(servers, topic, job, "worker", client, records)
             finally:
@@ -228,6 +276,7 @@ class DirectJobs:
         self._spark.get()
         self._context: TaskContext | None = None
         self._query: StreamingQuery | None = None
+        self.pid = os.getpid()
 
     def open(self, servers: str, topic: str, run_dir: str, client: str) -> None:
         config = connector_config(servers, topic, Path(run_dir) / "out", client)
@@ -278,6 +327,7 @@ class DirectProcess:
             self._child = subprocess.Popen(
                 args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True
             )
+        self.pid = self._child.pid
         self._answer()
 
     def _answer(self) -> None:
@@ -320,7 +370,8 @@ def direct_side(settings: dict[str, str], in_process: bool, log: Path) -> Iterat
         topic = new_topic(servers, "bench", PARTITIONS)
         jobs.open(servers, topic, str(run_dir), client)
         try:
-            job = Job(run_dir / "out", direct_checkpoint(run_dir), jobs.stop, jobs.start)
+            checkpoint = direct_checkpoint(run_dir)
+            job = Job(run_dir / "out", checkpoint, jobs.stop, jobs.start, jobs.pid)
             return timed_backlog(servers, topic, job, "direct", client, records)
         finally:
             jobs.stop()
@@ -344,30 +395,45 @@ def spread(values: Sequence[float], fmt: str) -> str:
     return f"{statistics.median(values):{fmt}} [{min(values):{fmt}}-{max(values):{fmt}}]"
 
 
+COLUMNS: dict[str, tuple[Callable[[Run], float], str, int]] = {
+    "rows/s": (lambda r: r.rows_per_s, ",.0f", 26),
+    "restart s": (lambda r: r.restart_s, ".2f", 20),
+    "drain rows/s": (lambda r: r.drain_rows_per_s, ",.0f", 28),
+    "Python CPU s": (lambda r: r.cpu.python_s, ".2f", 20),
+    "JVM CPU s": (lambda r: r.cpu.jvm_s, ".2f", 22),
+    "JVM waited s": (lambda r: r.cpu.jvm_waited_s, ".2f", 22),
+    "load": (lambda r: r.load, ".1f", 17),
+}
+"""What the report shows per side: how a run's figure is read, formatted and how wide."""
+TABLES = (
+    ("rows/s", "restart s", "drain rows/s"),
+    ("Python CPU s", "JVM CPU s", "JVM waited s", "load"),
+)
+
+
 def report(runs: Sequence[Run], clients: Sequence[str]) -> None:
-    first = runs[0]
-    print(f"\n{first.records:,} records a run after a warm-up of {WARM_UP:,}, on Apache Kafka")
-    print("median [range] per side; restart: to the first planned batch; drain: after it")
-    header = f"{'':22}{'rows/s':>26}{'restart s':>20}{'drain rows/s':>28}{'load':>15}"
-    print(header)
-    for client, side in itertools.product(clients, SIDES):
-        mine = [r for r in runs if (r.side, r.client) == (side, client)]
-        label = f"{'sparkherd worker' if side == 'worker' else 'direct job'}, {client}"
-        print(
-            f"{label:22}{spread([r.rows_per_s for r in mine], ',.0f'):>26}"
-            f"{spread([r.restart_s for r in mine], '.2f'):>20}"
-            f"{spread([r.drain_rows_per_s for r in mine], ',.0f'):>28}"
-            f"{spread([r.load for r in mine], '.1f'):>15}"
-        )
+    print(f"\n{runs[0].records:,} records a run after a warm-up of {WARM_UP:,}, on Apache Kafka")
+    print("median [range] per side; restart: to the first planned batch; drain: after it;")
+    print("CPU: the side's processes' user + system seconds from the restart to the end;")
+    print("waited: the JVM threads' time ready to run but without a CPU (the machine's load)")
+    for table in TABLES:
+        print("\n" + f"{'':24}" + "".join(f"{name:>{COLUMNS[name][2]}}" for name in table))
+        for client, side in itertools.product(clients, SIDES):
+            mine = [r for r in runs if (r.side, r.client) == (side, client)]
+            label = f"{'sparkherd worker' if side == 'worker' else 'direct job'}, {client}"
+            cells = (
+                f"{spread([read(r) for r in mine], fmt):>{width}}"
+                for read, fmt, width in (COLUMNS[name] for name in table)
+            )
+            print(f"{label:24}" + "".join(cells))
+    print()
     for client in clients:
         worker, direct = (
             [r for r in runs if (r.side, r.client) == (side, client)] for side in SIDES
         )
-        ratio = statistics.median(r.rows_per_s for r in worker) / statistics.median(
-            r.rows_per_s for r in direct
-        )
-        drain = statistics.median(r.drain_rows_per_s for r in worker) / statistics.median(
-            r.drain_rows_per_s for r in direct
+        ratio, drain = (
+            statistics.median(map(read, worker)) / statistics.median(map(read, direct))
+            for read in (COLUMNS["rows/s"][0], COLUMNS["drain rows/s"][0])
         )
         verdict = "meets" if ratio >= TARGET_RATIO else "misses"
         print(
@@ -426,8 +492,9 @@ def main() -> None:
                 print(
                     f"{'warm-up' if warm_up else 'run'} {n}: {side:6} {client:6}"
                     f" {run.seconds:6.2f} s {run.rows_per_s:9,.0f} rows/s,"
-                    f" restart {run.restart_s:5.2f} s, {run.batches} batches,"
-                    f" load {run.load:.1f}",
+                    f" restart {run.restart_s:5.2f} s, {run.batches} batches, CPU Python"
+                    f" {run.cpu.python_s:.2f} s JVM {run.cpu.jvm_s:.2f} s (waited"
+                    f" {run.cpu.jvm_waited_s:.2f} s), load {run.load:.1f}",
                     flush=True,
                 )
     report(runs, clients)
