@@ -29,7 +29,8 @@ class RestSecurity:
     """The scheme and accepted credentials; None when `rest.auth=none`."""
     peer_verify: ssl.SSLContext | bool = True
     """How forwarding checks the leader's certificate: a context trusting
-    `listeners.https.ssl.cafile`, else the system CAs."""
+    `listeners.https.ssl.cafile`, else the system CAs. Built once: given True, httpx
+    builds one for every forwarded request, 30-57 ms of CPU on the event loop."""
     certfile: Path | None = None
     """The listener's PEM certificate (`listeners.https.ssl.certfile`)."""
     keyfile: Path | None = None
@@ -43,7 +44,7 @@ class RestSecurity:
         ca = config.listeners_https_ssl_cafile
         return cls(
             auth=auth,
-            peer_verify=True if ca is None else ssl.create_default_context(cafile=str(ca)),
+            peer_verify=ssl.create_default_context(cafile=None if ca is None else str(ca)),
             certfile=config.listeners_https_ssl_certfile,
             keyfile=config.listeners_https_ssl_keyfile,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,9 @@ def test_an_https_listener_with_its_files(tmp_path: Path) -> None:
         f"listeners.https.ssl.certfile={cert}",
         f"listeners.https.ssl.keyfile={cert}",
     )
-    assert (read.certfile, read.keyfile, read.peer_verify) == (cert, cert, True)
+    assert (read.certfile, read.keyfile) == (cert, cert)
+    assert isinstance(read.peer_verify, ssl.SSLContext), "one context, not one per forward"
+    assert read.peer_verify.verify_mode is ssl.CERT_REQUIRED
 
 
 @pytest.mark.parametrize(
