@@ -4,8 +4,6 @@ taken over at the offset its old task committed, and every record lands once."""
 
 from __future__ import annotations
 
-import threading
-import time
 from functools import partial
 from operator import le
 from pathlib import Path
@@ -14,45 +12,19 @@ import pytest
 
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.file_sink import committed_records
-from tests.support.kafka_topics import keyed, new_topic
+from tests.support.kafka_topics import new_topic
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
-from worker.kafka.client import BlockingKafka
+from tests.support.running_producer import Producer
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
-BURST = 40
-"""Records per send of the producer, every `PAUSE_S`."""
-PAUSE_S = 0.1
 
 
 def len_written(output: Path) -> int:
     return len(committed_records(output))
-
-
-class Producer(threading.Thread):
-    """Sends keyed records in bursts until stopped; `sent` counts them."""
-
-    def __init__(self, bootstrap_servers: str, topic: str) -> None:
-        super().__init__(daemon=True)
-        self._bootstrap_servers = bootstrap_servers
-        self._topic = topic
-        self._done = threading.Event()
-        self.sent = 0
-
-    def run(self) -> None:
-        with BlockingKafka(self._bootstrap_servers, "rescale-producer") as kafka:
-            while not self._done.is_set():
-                kafka.publish(self._topic, keyed(range(self.sent, self.sent + BURST)))
-                self.sent += BURST
-                time.sleep(PAUSE_S)
-
-    def finish(self) -> int:
-        self._done.set()
-        self.join(30)
-        return self.sent
 
 
 @pytest.mark.parallel
