@@ -468,6 +468,13 @@ def main() -> None:
         help="a Spark setting for both sides (repeatable)",
     )
     parser.add_argument(
+        "--worker-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a worker setting for the worker side only, e.g. delta.jvm.connector=none",
+    )
+    parser.add_argument(
         "--direct-in-bench",
         action="store_true",
         help="run the direct job in this process (which also polls), not a process of its own",
@@ -485,7 +492,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, running_broker(Path(tmp)) as broker:
         servers, root = broker.bootstrap_servers, Path(tmp)
         sides: dict[str, AbstractContextManager[Side]] = {
-            "worker": worker_side(servers, root / "worker", [f"{k}={v}" for k, v in spark.items()]),
+            "worker": worker_side(
+                servers,
+                root / "worker",
+                [*(f"{k}={v}" for k, v in spark.items()), *args.worker_set],
+            ),
             "direct": direct_side(spark, args.direct_in_bench, root / "direct-job.log"),
         }
         with sides["worker"] as by_worker, sides["direct"] as directly:
