@@ -13,7 +13,8 @@ each (workers, N), on a new group:
   (retries included), and the 409s and client time-outs on the way are counted;
 * from the first create until every connector and task is RUNNING;
 * batches per task over one steady minute after that (from the `ts` each committed
-  batch's rows carry: exact), beside the ideal 60 s / `batch.interval.ms`;
+  batch's rows carry: exact), beside the ideal 60 s / `batch.interval.ms`, and each
+  task's longest gap between batches in that minute (the target: at most 3 triggers);
 * a restart: SIGTERM to every worker at once, each started again (same identity) once it
   has exited; from the SIGTERM until every task is RUNNING again in a new run;
 * exactly once: every task's `seq` contiguous from 0, read after the workers are gone.
@@ -54,6 +55,8 @@ ROWS_PER_SECOND: Final = 5
 BATCH_INTERVAL_MS: Final = 2000
 IDEAL_BATCHES: Final = 60_000 // BATCH_INTERVAL_MS
 """Per task in a steady minute, if every trigger fired on time."""
+GAP_TARGET_S: Final = 3 * BATCH_INTERVAL_MS / 1000
+"""Issue 34's cadence target: no task's longest steady gap over three triggers."""
 CLIENTS: Final = 8
 REQUEST_TIMEOUT_S: Final = 100.0
 """Beyond the herder's own 90 s, after which it answers 409: a client time-out is a
@@ -149,6 +152,16 @@ class Run:
             return []
         return [batches_in(o, *self.steady) for o in self.outputs.values()]
 
+    def steady_gaps(self) -> list[float]:
+        """Each task's longest gap between batches that ended in the steady minute."""
+        if self.steady is None:
+            return []
+        start, end = self.steady
+        return [
+            max((g.seconds for g in o.gaps(start) if g.before <= end), default=math.inf)
+            for o in self.outputs.values()
+        ]
+
     @property
     def exactly_once(self) -> bool:
         return len(self.outputs) == self.size and all(o.exactly_once for o in self.outputs.values())
@@ -167,6 +180,13 @@ class Run:
                 f"  steady minute, batches per task: min {min(batches)}  median "
                 f"{statistics.median(batches):g}  ideal {IDEAL_BATCHES}; "
                 f"{idle} of {len(batches)} tasks committed nothing"
+            )
+            gaps = self.steady_gaps()
+            lines.append(
+                f"  steady minute, longest gap per task: min {min(gaps):.1f} s  median "
+                f"{statistics.median(gaps):.1f} s  max {max(gaps):.1f} s; "
+                f"{sum(1 for g in gaps if g > GAP_TARGET_S)} of {len(gaps)} over "
+                f"{GAP_TARGET_S:g} s (3 triggers)"
             )
         else:
             lines.append("  steady minute: not measured (not all RUNNING)")
