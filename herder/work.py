@@ -102,12 +102,19 @@ class LocalWork:
             self._launch(task, snapshot, await_release=task in await_release.tasks)
 
     def _launch(
-        self, task: ConnectorTaskId, snapshot: ConfigSnapshot, *, await_release: bool = False
+        self,
+        task: ConnectorTaskId,
+        snapshot: ConfigSnapshot,
+        *,
+        await_release: bool = False,
+        after: asyncio.Task[None] | None = None,
     ) -> None:
         """Start the task in the background: no step of the group loop waits for a Spark
-        query's start. A revocation waits for it (or cancels it while it waits)."""
+        query's start. A revocation waits for it (or cancels it while it waits). `after`:
+        a start of the task under way, which ends (and its query stops) first."""
         starting = asyncio.create_task(
-            self._start_task(task, snapshot, await_release=await_release), name=f"start-{task}"
+            self._start_task(task, snapshot, await_release=await_release, after=after),
+            name=f"start-{task}",
         )
         self._starting[task] = starting
         starting.add_done_callback(partial(self._started, task))
@@ -181,7 +188,12 @@ class LocalWork:
         self._report(name, CONNECTOR_STATE[target])
 
     async def _start_task(
-        self, task: ConnectorTaskId, snapshot: ConfigSnapshot, *, await_release: bool = False
+        self,
+        task: ConnectorTaskId,
+        snapshot: ConfigSnapshot,
+        *,
+        await_release: bool = False,
+        after: asyncio.Task[None] | None = None,
     ) -> None:
         """Starts only work this worker still owns: a restart or reconfiguration that
         began before a revocation must not outlive it.
@@ -189,6 +201,10 @@ class LocalWork:
         A task handed over in the round that revokes it (`await_release`) starts once its
         previous owner has released it; not released in time, it starts all the same, and
         its claim fences the old owner's query (`worker.runtime.task_claims`)."""
+        if after is not None:
+            await asyncio.wait([after])
+            if task in self._runtime.held():
+                await self._runtime.stop_task(task)
         task_config = snapshot.task_config(task)
         connector_config = snapshot.connectors.get(task.connector)
         if task_config is None or connector_config is None or task not in self.owned.tasks:
@@ -264,12 +280,14 @@ class LocalWork:
             self._start_connector(name, snapshot)
 
     async def _restart_task(self, task: ConnectorTaskId, snapshot: ConfigSnapshot) -> None:
-        if task not in self.owned.tasks or task in self._starting:
+        """A task still starting restarts once that start ends (`_launch`'s `after`): the
+        restart is not lost, and the group loop does not wait for a query's start."""
+        if task not in self.owned.tasks:
             return
         self._report(task, TaskState.RESTARTING)
         if task in self._runtime.held():
             await self._runtime.stop_task(task)
-        self._launch(task, snapshot)
+        self._launch(task, snapshot, after=self._starting.get(task))
 
     async def close_restarts(self) -> None:
         """No more automatic restarts: the worker is stopping."""

@@ -1,0 +1,30 @@
+"""A task restarted while its start is still under way (a Spark query's start takes
+seconds under load) restarts once that start ends: the request is not dropped. A REST
+restart answers as soon as it is durable, so it often arrives before the start it follows
+has ended; a dropped one left a task running on a file or link the user had changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from herder.config_store import RestartRequest
+from protocol.messages import ConnectorTaskId
+from tests.unit.herder.memory_cluster import LoneCoordinator, running_herder, until
+from tests.unit.herder.test_request_lane import CONFIG, HeldStarts
+
+TASK = ConnectorTaskId("held", 0)
+
+
+async def test_a_restart_during_a_start_starts_the_task_again_after_it(tmp_path: Path) -> None:
+    runtime = HeldStarts()
+    async with running_herder(tmp_path, LoneCoordinator(), runtime=runtime) as (herder, _):
+        await herder.admin.create_connector("held", CONFIG)
+        await until(lambda: runtime.begun == [TASK], "the task's first start")
+
+        await herder.admin.restart(RestartRequest("held", task=0))
+        runtime.launch.set()
+
+        await until(lambda: runtime.begun == [TASK, TASK], "the restart's start after it")
+        await until(lambda: TASK in runtime.running, "the task to run")
+        status = herder.admin.task_status(TASK)
+        assert status is not None and status.state == "RUNNING"
