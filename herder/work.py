@@ -26,10 +26,9 @@ log = logging.getLogger(__name__)
 
 STARTS_AT_ONCE = 4
 """Task starts (Spark query launches) under way at once. Each holds a thread of the event
-loop's default executor (6 threads on 2 cores) for seconds; unbounded, a round that
-assigns many tasks took every thread, and the herder's own blocking calls (a write's
-config checks, the task configs it computes) waited behind the launches. At 2, the 40
-starts after a restart of the fleet bench's worker took 100 s instead of 36."""
+loop's default executor (6 on 2 cores) for seconds; unbounded, a round that assigned many
+tasks took every thread, and the herder's blocking calls (a write's config checks, its
+task configs) waited behind them. At 2, the fleet bench's 40 restarts took 100 s, not 36."""
 
 CONNECTOR_STATE = {
     TargetState.STARTED: TaskState.RUNNING,
@@ -85,8 +84,8 @@ class LocalWork:
         self._restart_timer = RestartTimer(submit, self._restart_due)
         self.claimed_elsewhere = asyncio.Event()
         """Set when a task of this worker was found fenced by another worker's claim: the
-        group loop rejoins, giving it up (`give_up_lost`), so that the leader learns at
-        once that nobody here runs it, instead of at the next rebalance, if any."""
+        group loop rejoins, giving it up (`give_up_lost`), so the leader learns at once
+        that nobody here runs it, not at the next rebalance, if any."""
 
     # -- starting and stopping -------------------------------------------------------------
 
@@ -196,11 +195,10 @@ class LocalWork:
         after: asyncio.Task[None] | None = None,
     ) -> None:
         """Starts only work this worker still owns: a restart or reconfiguration that
-        began before a revocation must not outlive it.
-
-        A task handed over in the round that revokes it (`await_release`) starts once its
-        previous owner has released it; not released in time, it starts all the same, and
-        its claim fences the old owner's query (`worker.runtime.task_claims`)."""
+        began before a revocation must not outlive it. A task handed over in the round
+        that revokes it (`await_release`) starts once its previous owner has released it;
+        not released in time, it starts all the same, and its claim fences the old owner's
+        query (`worker.runtime.task_claims`)."""
         if after is not None:
             await asyncio.wait([after])
             if task in self._runtime.held():
@@ -247,9 +245,8 @@ class LocalWork:
                 self._start_connector(name, snapshot)
 
     async def _restart(self, request: RestartRequest, snapshot: ConfigSnapshot) -> None:
-        """Carry out the part of a restart request that concerns what this worker runs;
-        a task restarts from its checkpoint. A manual restart counts automatic ones from
-        zero again."""
+        """Carry out the part of a restart request that concerns what this worker runs,
+        a task from its checkpoint. A manual restart counts automatic ones from zero."""
         if request.connector in self.owned.connectors:
             status = self._statuses.connector(request.connector)
             if request.covers_connector(self._failed_here(status)):
@@ -294,18 +291,21 @@ class LocalWork:
         await self._restart_timer.close()
 
     async def _restart_reconfigured_tasks(self, snapshot: ConfigSnapshot) -> None:
-        """Restart running tasks whose task config or target state changed under them.
-        Every such task stops before any starts again: a Kafka sink task whose partitions
-        moved (`tasks.max` changed) takes them over only once the tasks that read them
-        have stopped, and must not wait on a stop queued behind its own start."""
+        """Restart tasks whose task config or target state changed under them (a task
+        still starting: after that start). Every such task stops before any starts again:
+        a Kafka sink task whose partitions moved (`tasks.max` changed) takes them over only
+        once the tasks that read them have stopped, not behind its own start."""
         restarted = []
         for task in sorted(self.owned.tasks):
             wanted = snapshot.task_config(task)
             paused = snapshot.target_state(task.connector) is TargetState.PAUSED
             held = task in self._runtime.held()
-            if wanted is None or task not in self.owned.tasks or task in self._starting:
+            if wanted is None or task not in self.owned.tasks:
                 continue
-            if paused and held:
+            if task in self._starting:
+                if paused or self._started_configs.get(task) != wanted:
+                    self._launch(task, snapshot, after=self._starting[task])
+            elif paused and held:
                 await self._runtime.stop_task(task)
                 self._report(task, TaskState.PAUSED)
             elif not paused and (not held or self._started_configs.get(task) != wanted):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from herder.config_store import RestartRequest
+from herder.config_store import RestartRequest, TargetState
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import LoneCoordinator, running_herder, until
 from tests.unit.herder.test_request_lane import CONFIG, HeldStarts
@@ -28,3 +28,20 @@ async def test_a_restart_during_a_start_starts_the_task_again_after_it(tmp_path:
         await until(lambda: TASK in runtime.running, "the task to run")
         status = herder.admin.task_status(TASK)
         assert status is not None and status.state == "RUNNING"
+
+
+async def test_a_pause_during_a_start_stops_the_task_once_started(tmp_path: Path) -> None:
+    """The same for a change of target state (or of task config) that arrives during the
+    start: the task is brought in line once the start ends, not left running paused."""
+    runtime = HeldStarts()
+    async with running_herder(tmp_path, LoneCoordinator(), runtime=runtime) as (herder, _):
+        await herder.admin.create_connector("held", CONFIG)
+        await until(lambda: runtime.begun == [TASK], "the task's first start")
+
+        await herder.admin.set_target_state("held", TargetState.PAUSED)
+        runtime.launch.set()
+
+        await until(lambda: TASK in runtime.stops, "the started task to stop")
+        assert TASK not in runtime.running
+        status = herder.admin.task_status(TASK)
+        assert status is not None and status.state == "PAUSED"
