@@ -343,21 +343,6 @@ class ConfigStore:
         await self.stage(records)
         await self.flush()
 
-    async def put_connector_config(
-        self, name: str, config: Mapping[str, str], target_state: TargetState | None = None
-    ) -> None:
-        """Write a connector's config; with `target_state`, write that state first."""
-        await self.write(connector_records(name, config, target_state))
-
-    async def put_target_state(self, name: str, state: TargetState) -> None:
-        await self.write(target_state_records(name, state))
-
-    async def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        await self.write(task_config_records(name, configs))
-
-    async def put_restart_request(self, request: RestartRequest) -> None:
-        await self.write(restart_records(request))
-
     async def put_logger_level(self, namespace: str, level: str) -> None:
         await self.write([(LOGGER_PREFIX + namespace, {"level": level})])
 
@@ -379,9 +364,6 @@ class ConfigStore:
             tasks = {c: sorted(numbers) for c, numbers in sorted(handed.tasks.items())}
             value = {"until-ms": handed.until_ms, "tasks": tasks}
         await self.write([(HANDED_OVER_PREFIX + identity, value)])
-
-    async def delete_connector(self, name: str) -> None:
-        await self.write(deletion_records(name))
 
     def _apply(self, raw_key: bytes, raw_value: bytes | None, offset: int) -> None:
         value: dict[str, Any] | None = None if raw_value is None else json.loads(raw_value)
