@@ -35,20 +35,17 @@ from worker.runtime.spark_queries import (
     Launched,
     describe_failure,
     ended_queries,
-    error_totals,
     fenced_launches,
-    query_progress,
     stop_and_release,
-    trigger_cadences,
 )
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.task_claims import is_released
-from worker.runtime.task_error_totals import TaskErrorTotals
 from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_launch import TaskLauncher
+from worker.runtime.task_looks import TaskLooks
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import StartupCounts, StateListener, TaskState, TaskStatus
-from worker.runtime.trigger_lag import Cadence, TriggerLag, trigger_lag
+from worker.runtime.trigger_lag import TriggerLag
 
 MONITOR_INTERVAL_S: Final = 1.0
 RELEASE_POLL_S: Final = 0.05
@@ -110,10 +107,8 @@ class SparkTaskRuntime(CheckpointOffsets):
         self._monitor_wake = asyncio.Event()
         """Set by `stop_all`: the monitor's next look is its last."""
         self._monitor_thread = DaemonThread("task-monitor")
+        self._looks = TaskLooks(self._monitor_thread, checkpoint_root, clock)
         self._halts: set[asyncio.Task[None]] = set()
-        self._progress: dict[ConnectorTaskId, TaskProgress] = {}
-        self._errors: dict[ConnectorTaskId, TaskErrorTotals] = {}
-        self._cadences: dict[ConnectorTaskId, Cadence] = {}
         self.startups = StartupCounts()
         self.fenced = 0
         """Queries stopped because another worker claimed their task."""
@@ -143,19 +138,16 @@ class SparkTaskRuntime(CheckpointOffsets):
 
     def progress(self) -> dict[ConnectorTaskId, TaskProgress]:
         """The running tasks' progress, as of the last look (once a second)."""
-        return {t: p for t, p in self._progress.items() if t in self._runs}
+        return self._looks.progress(self._runs)
 
     def errors(self) -> dict[ConnectorTaskId, BatchErrors]:
         """The running tasks' error totals over every batch their checkpoints committed,
         as of the last look (once a second)."""
-        return {t: e.totals for t, e in self._errors.items() if t in self._runs}
+        return self._looks.errors(self._runs)
 
     def trigger_lags(self) -> dict[ConnectorTaskId, TriggerLag]:
-        """How far each running task is behind its trigger now (`worker.runtime.trigger_lag`),
-        from the last look at its cadence: a look that hangs lets the lag grow, not freeze."""
-        now = self._clock()
-        running = self.running()
-        return {t: trigger_lag(c, now) for t, c in self._cadences.items() if t in running}
+        """How far each running task is behind its trigger now (`worker.runtime.trigger_lag`)."""
+        return self._looks.trigger_lags(self.running())
 
     def task_status(self, task_id: ConnectorTaskId) -> TaskStatus | None:
         run = self._runs.get(task_id)
@@ -200,9 +192,7 @@ class SparkTaskRuntime(CheckpointOffsets):
         )
         run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch, (connector_config, task_config))
         self._runs[task_id] = run
-        self._progress.pop(task_id, None)
-        self._errors.pop(task_id, None)
-        self._cadences.pop(task_id, None)
+        self._looks.forget(task_id)
         self.startups.attempts += 1
         try:
             await asyncio.shield(launch)
@@ -321,8 +311,9 @@ class SparkTaskRuntime(CheckpointOffsets):
                 except Exception:
                     log.exception("Could not check the tasks' Spark queries; will retry")
                     continue
-                await self._look_at_progress(
-                    {t: launched for t, launched in launches.items() if t not in dead}
+                await self._looks.look(
+                    {t: launched for t, launched in launches.items() if t not in dead},
+                    self._watched,
                 )
                 for task_id, (trace, fenced) in dead.items():
                     run = watched[task_id]
@@ -340,33 +331,6 @@ class SparkTaskRuntime(CheckpointOffsets):
         Called from the monitor's thread; a dict look-up is atomic."""
         run = self._runs.get(task_id)
         return run is not None and not run.stopping
-
-    async def _look_at_progress(self, launches: Mapping[ConnectorTaskId, Launched]) -> None:
-        """A query stopping meanwhile may fail the look; its progress no longer matters.
-        The error totals are read from the checkpoint, not asked of Spark, so a failed
-        look at Spark does not hold them back."""
-        try:
-            look = partial(
-                query_progress, launches, dict(self._progress), self._watched, self._checkpoint_root
-            )
-            self._progress.update(await self._monitor_thread.call(look))
-            pace = partial(
-                trigger_cadences, launches, dict(self._progress), self._watched, self._clock()
-            )
-            self._cadences.update(await self._monitor_thread.call(pace))
-        except Exception as exc:
-            log.debug("Could not read the tasks' progress: %s", exc)
-        try:
-            count = partial(
-                error_totals,
-                list(launches),
-                dict(self._errors),
-                self._watched,
-                self._checkpoint_root,
-            )
-            self._errors.update(await self._monitor_thread.call(count))
-        except Exception as exc:
-            log.debug("Could not read the tasks' error counts: %s", exc)
 
     def _change(self, task_id: ConnectorTaskId, run: _TaskRun, status: TaskStatus) -> None:
         """A trace is published (status topic, REST, `/ui`) and logged: never a secret."""
