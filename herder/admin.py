@@ -20,9 +20,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
-from herder.config_store import (
+from herder.config_records import (
     ConfigSnapshot,
-    ConfigStore,
     RestartRequest,
     TargetState,
     connector_records,
@@ -30,6 +29,7 @@ from herder.config_store import (
     restart_records,
     target_state_records,
 )
+from herder.config_store import ConfigStore
 from herder.errors import (
     ConnectorExists,
     ConnectorNotFound,

@@ -174,7 +174,7 @@ class DistributedHerder:
         self.configs.take_restart_requests()
         self.configs.take_logger_levels()
         self.configs.add_listener(self._apply_logger_levels)
-        self._work.start_status_writer()
+        self._work.status_writer.start()
         self._watchdog = asyncio.create_task(self._loop.fence_when_out_of_touch(), name="watchdog")
         self._loop_task = asyncio.create_task(self._loop.run(), name="herder")
 
@@ -187,7 +187,7 @@ class DistributedHerder:
             await cancel_and_wait(task)
         await self._loop.stop()
         await self._work.stop_all()
-        await self._work.close_status_writer(STATUS_FLUSH_TIMEOUT_S)
+        await self._work.status_writer.close(STATUS_FLUSH_TIMEOUT_S)
         await self._member.leave()
         await self.statuses.stop()
         await self.configs.stop()
@@ -274,6 +274,7 @@ class DistributedHerder:
             self_fencings=self._loop.self_fencings,
             failed_rounds=self._loop.failed_rounds,
             auto_restarts=self._work.restarts.begun,
+            refused_config_records=self.configs.refused_records,
         )
 
 

@@ -21,7 +21,7 @@ from herder.assignor import (
     IncrementalCooperativeAssignor,
 )
 from herder.assignor.room import closed_members
-from herder.config_store import ConfigSnapshot
+from herder.config_records import ConfigSnapshot
 from herder.membership import JoinedMembers
 from protocol.codec import encode_assignment
 from protocol.connector_table import KNOWN_TABLES, NO_TABLE

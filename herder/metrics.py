@@ -88,3 +88,5 @@ class WorkerMetrics:
     """JoinGroup or SyncGroup rounds that failed (a group that cannot settle counts up)."""
     auto_restarts: int
     """Automatic restarts of failed connectors and tasks begun on this worker."""
+    refused_config_records: int
+    """Config topic records this worker read and did not apply (`herder.config_store`)."""

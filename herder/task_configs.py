@@ -7,13 +7,8 @@ import asyncio
 import logging
 from collections.abc import Callable, Collection, Mapping
 
-from herder.config_store import (
-    ConfigRecord,
-    ConfigSnapshot,
-    ConfigStore,
-    TargetState,
-    task_config_records,
-)
+from herder.config_records import ConfigRecord, ConfigSnapshot, TargetState, task_config_records
+from herder.config_store import ConfigStore
 from herder.runtime import ConnectorPlugins
 
 log = logging.getLogger(__name__)

@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping
 from functools import partial
 
 from herder.auto_restart import RestartPolicy, RestartTracker, is_fenced
-from herder.cancellation import cancel_and_wait
-from herder.config_store import ConfigSnapshot, ConfigStore, RestartRequest, TargetState
+from herder.config_records import ConfigSnapshot, RestartRequest, TargetState
+from herder.config_store import ConfigStore
 from herder.restart_timer import RestartTimer, Submit
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
+from herder.status_writer import StatusWriter
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from worker.runtime.task_state import StartupCounts, TaskState, TaskStatus
 
@@ -76,8 +77,7 @@ class LocalWork:
         """Starts waiting for the previous owner's release or for a launch slot
         (`STARTS_AT_ONCE`): a revocation cancels them."""
         self._launching = asyncio.Semaphore(STARTS_AT_ONCE)
-        self._status_writes: asyncio.Queue[tuple[str | ConnectorTaskId, Status]] = asyncio.Queue()
-        self._status_writer: asyncio.Task[None] | None = None
+        self.status_writer = StatusWriter(statuses)
         self.connector_startups = StartupCounts()
         self._restart_policy = restart_policy
         self.restarts = RestartTracker(clock)
@@ -372,29 +372,4 @@ class LocalWork:
         else:
             self.restarts.reported(item, state)
         status = Status(state, self._worker_id, self._generation(), trace, started_at)
-        self._status_writes.put_nowait((item, status))
-
-    def start_status_writer(self) -> None:
-        self._status_writer = asyncio.create_task(self._write_statuses(), name="status-writer")
-
-    async def close_status_writer(self, flush_timeout_s: float) -> None:
-        """Write what is queued (up to `flush_timeout_s`), then stop writing."""
-        try:
-            async with asyncio.timeout(flush_timeout_s):
-                await self._status_writes.join()
-        except TimeoutError:
-            log.warning("gave up writing the last statuses: the broker does not answer")
-        await cancel_and_wait(self._status_writer)
-
-    async def _write_statuses(self) -> None:
-        while True:
-            item, status = await self._status_writes.get()
-            try:
-                if isinstance(item, ConnectorTaskId):
-                    await self._statuses.put_task(item, status)
-                else:
-                    await self._statuses.put_connector(item, status)
-            except Exception:
-                log.exception("could not write the status of %s", item)
-            finally:
-                self._status_writes.task_done()
+        self.status_writer.put(item, status)

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from herder.admin import ClusterAdmin
-from herder.config_store import RestartRequest, TargetState
+from herder.config_records import RestartRequest, TargetState
 from herder.errors import ConnectorNotFound
 from herder.status_store import Status
 from herder.views import ConnectorView

@@ -204,6 +204,13 @@ def _sparkherd_metrics(metrics: WorkerMetrics, runtime: RuntimeMetrics) -> Itera
         "automatic restarts of failed connectors and tasks begun",
         metrics.auto_restarts,
     )
+    yield _counter(
+        "sparkherd_config_records_refused",
+        "config topic records read and not applied: a connector or task config the "
+        "worker's checks refuse (written by someone other than the leader), or no record "
+        "of that topic at all",
+        metrics.refused_config_records,
+    )
 
 
 def _progress_metrics(progress: Mapping[ConnectorTaskId, TaskProgress]) -> Iterator[Metric]:

@@ -40,6 +40,7 @@ from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
 from worker.driver_load import driver_load
 from worker.plugins.connector_configs import RegistryPlugins
+from worker.plugins.stored_config_vet import StoredConfigVet
 from worker.runtime.spark_packages import (
     DELTA,
     ICEBERG,
@@ -159,6 +160,11 @@ class WorkerService:
             kafka_security=config.kafka_security_settings,
             kafka_bootstrap_servers=config.bootstrap_servers,
             converter_defaults=config.converter_settings,
+            internal_topics=(
+                config.config_storage_topic,
+                config.status_storage_topic,
+                config.offset_storage_topic,
+            ),
         )
         self._runtime = SparkTaskRuntime(
             session=self._spark,
@@ -302,7 +308,10 @@ def _herder_for(
             instance_id=config.group_instance_id,
             security=security,
         ),
-        ConfigStore(partial(KafkaLog, servers, config.config_storage_topic, security=security)),
+        ConfigStore(
+            partial(KafkaLog, servers, config.config_storage_topic, security=security),
+            StoredConfigVet(plugins),
+        ),
         StatusStore(partial(KafkaLog, servers, config.status_storage_topic, security=security)),
         runtime,
         plugins,

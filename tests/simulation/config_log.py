@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from herder.config_store import ConfigSnapshot
+from herder.config_records import ConfigSnapshot
 from protocol.messages import ConnectorTaskId
 
 Item = str | ConnectorTaskId

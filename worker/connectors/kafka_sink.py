@@ -25,7 +25,8 @@ that other checkpoints hold takes each over at the offset committed there
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
@@ -38,6 +39,7 @@ from worker.connectors.partition_takeover import SinkHasBatch, starting_offsets
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
+from worker.kafka.topic_patterns import compiled_pattern, pattern_problem
 from worker.plugins.api import (
     JAVA_INT_MAX,
     ConfigProblem,
@@ -46,6 +48,7 @@ from worker.plugins.api import (
     NonEmptyStr,
     TaskContext,
 )
+from worker.plugins.internal_topics import internal_topics
 from worker.records.converters.payload_types import SAMPLE_RECORDS, declared_type, task_payload_type
 from worker.records.converters.records import (
     PayloadTypes,
@@ -57,7 +60,11 @@ from worker.records.converters.records import (
 from worker.records.converters.spec import DecodingSettings, RecordConverters, parse_with_converters
 from worker.records.errors.dead_letter_queue import DeadLetterQueue
 from worker.records.errors.failed_records import PutFailed
-from worker.records.errors.settings import ErrorHandlingSettings, error_handling_problems
+from worker.records.errors.settings import (
+    DLQ_TOPIC_KEY,
+    ErrorHandlingSettings,
+    error_handling_problems,
+)
 from worker.records.errors.strict_batches import StrictBatches
 from worker.records.errors.tolerant_batches import TolerantBatches
 from worker.records.sql_policy import (
@@ -73,6 +80,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 ASSIGN_KEY: Final = "kafka.assign"
+TOPICS_KEY: Final = "topics"
+TOPICS_REGEX_KEY: Final = "topics.regex"
 TRANSFORM_KEY: Final = "transform.sql"
 SOURCE_VIEW: Final = "source"
 CONVERTER_DEFAULTS: Final = {"key.converter": "bytes", "value.converter": "bytes"}
@@ -90,7 +99,15 @@ def default_transform(converters: RecordConverters) -> str:
 
 
 class KafkaSinkSettings(KafkaConnectionSettings, DecodingSettings, ErrorHandlingSettings):
-    topics: tuple[str, ...] = Field(alias="topics")
+    topics: tuple[str, ...] = Field(
+        default=(), alias=TOPICS_KEY, description="The topics to read, comma-separated"
+    )
+    topics_regex: str | None = Field(
+        default=None,
+        alias=TOPICS_REGEX_KEY,
+        description="Instead of topics: every topic whose whole name this regular "
+        "expression (RE2) matches, new ones within 30 s, never the worker's own",
+    )
     transform_sql: NonEmptyStr | None = Field(
         default=None,
         alias=TRANSFORM_KEY,
@@ -110,23 +127,77 @@ class KafkaSinkSettings(KafkaConnectionSettings, DecodingSettings, ErrorHandling
     def _split_topics(cls, value: object) -> object:
         if not isinstance(value, str):
             return value
-        topics = tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
-        if not topics:
-            raise ValueError("name at least one topic")
-        return topics
+        return tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
+
+    @field_validator("topics_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        problem = None if value is None else pattern_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @property
+    def read_topics(self) -> TopicChoice:
+        return TopicChoice(self.topics, self.topics_regex)
+
+
+@dataclass(frozen=True)
+class TopicChoice:
+    """The topics a sink reads: those named, or those a regex matches. `in` says whether
+    it reads a topic (a dead letter queue must not be one)."""
+
+    named: tuple[str, ...]
+    regex: str | None
+
+    def __contains__(self, topic: object) -> bool:
+        if not isinstance(topic, str):
+            return False
+        if self.regex is None:
+            return topic in self.named
+        return compiled_pattern(self.regex).fullmatch(topic) is not None
+
+    def problem(self) -> ConfigProblem | None:
+        """Connect's rule: exactly one of `topics` and `topics.regex`."""
+        if bool(self.named) == (self.regex is not None):
+            return ConfigProblem(
+                TOPICS_KEY, f"set exactly one of {TOPICS_KEY} and {TOPICS_REGEX_KEY}"
+            )
+        return None
+
+    def matching(self, present: Iterable[str], internal: frozenset[str]) -> tuple[str, ...]:
+        """The topics to read of those `present` on the broker: the named ones in their
+        order, or the regex's matches by name, the worker's `internal` topics never."""
+        if self.regex is None:
+            return self.named
+        return tuple(sorted(t for t in set(present) - internal if t in self))
 
 
 def split_partitions(
-    partitions: Mapping[str, list[int]], topics: tuple[str, ...], max_tasks: int
+    partitions: Mapping[str, list[int]], slots: Mapping[str, int], max_tasks: int
 ) -> list[list[TopicPartition]]:
-    """Partition `p` of the `j`-th topic goes to task `(j + p) % max_tasks`: adding
-    partitions or appending topics never moves a partition already assigned. Tasks left
-    without partitions are not created."""
+    """Partition `p` of a topic whose slot is `j` goes to task `(j + p) % max_tasks`: a
+    topic's slot never changes (`topic_slots`), so adding partitions or topics never moves
+    a partition already assigned. Tasks left without partitions are not created."""
     tasks: list[list[TopicPartition]] = [[] for _ in range(max_tasks)]
-    for j, topic in enumerate(topics):
+    for topic, j in slots.items():
         for p in partitions[topic]:
             tasks[(j + p) % max_tasks].append(TopicPartition(topic, p))
     return [assigned for assigned in tasks if assigned]
+
+
+def assigned_topics(task_config: Mapping[str, str]) -> list[str]:
+    """The topics of a task's partitions (`kafka.assign`), each once, in order; a
+    `ValueError` if the value is not `topic:partition,...`."""
+    return list(dict.fromkeys(tp.topic for tp in parse_assignment(task_config[ASSIGN_KEY])))
+
+
+def topic_slots(choice: TopicChoice, topics: tuple[str, ...]) -> dict[str, int]:
+    """Named topics by their place in `topics` (appending one moves nothing); a regex's
+    by a hash of the name, since a new match may sort anywhere among the old ones."""
+    if choice.regex is None:
+        return {topic: j for j, topic in enumerate(topics)}
+    return {topic: zlib.crc32(topic.encode()) for topic in topics}
 
 
 S = TypeVar("S", bound=KafkaSinkSettings)
@@ -135,12 +206,16 @@ S = TypeVar("S", bound=KafkaSinkSettings)
 def sink_settings(model: type[S], config: Mapping[str, str]) -> tuple[S, RecordConverters]:
     """The settings and converters, with every problem of either and of the error
     handling keys (`worker.records.errors.settings`) in one error."""
-    topics = [t.strip() for t in config.get("topics", "").split(",")]
-    problems = error_handling_problems(config, topics)
     try:
         parsed = parse_with_converters(model, config, CONVERTER_DEFAULTS, "read")
     except ConnectorConfigError as exc:
+        topics = [t.strip() for t in config.get(TOPICS_KEY, "").split(",")]
+        problems = error_handling_problems(config, topics)
         raise ConnectorConfigError([*exc.problems, *problems]) from None
+    choice = parsed[0].read_topics
+    problems = error_handling_problems(config, choice)
+    if (problem := choice.problem()) is not None:
+        problems.insert(0, problem)
     if problems:
         raise ConnectorConfigError(problems)
     return parsed
@@ -257,12 +332,30 @@ class KafkaSinkConnector(Connector):
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         settings, _ = self.settings(config)
+        choice = settings.read_topics
         with settings.connection.open(f"sparkherd-{self.name}") as kafka:
-            partitions = {topic: kafka.partitions(topic) for topic in settings.topics}
+            present = kafka.topics() if choice.regex is not None else ()
+            topics = choice.matching(present, internal_topics(config))
+            partitions = {topic: kafka.partitions(topic) for topic in topics}
+        slots = topic_slots(choice, topics)
         return [
             {**config, ASSIGN_KEY: format_assignment(assigned)}
-            for assigned in split_partitions(partitions, settings.topics, max_tasks)
+            for assigned in split_partitions(partitions, slots, max_tasks)
         ]
+
+    def kafka_topics(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
+        """The topics named, the dead letter queue, and a task's assigned partitions'."""
+        settings, _ = self.settings(config)
+        named: dict[str, Iterable[str]] = {
+            TOPICS_KEY: settings.topics,
+            DLQ_TOPIC_KEY: [settings.errors_deadletterqueue_topic_name],
+        }
+        if ASSIGN_KEY in config:
+            try:
+                named[ASSIGN_KEY] = assigned_topics(config)
+            except ValueError as exc:
+                raise ConnectorConfigError([ConfigProblem(ASSIGN_KEY, str(exc))]) from None
+        return named
 
 
 def refuse_unsupported_streaming(rows: DataFrame) -> None:

@@ -161,6 +161,14 @@ class BlockingKafka:
     def topic_exists(self, topic: str) -> bool:
         return bool(self._run(self._partitions(topic)))
 
+    def topics(self) -> set[str]:
+        """Every topic the broker lists now (what a `topics.regex` chooses from)."""
+        return self._run(self._topics())
+
+    async def _topics(self) -> set[str]:
+        cluster = await self._consumer._client.fetch_all_metadata()
+        return set(cluster.topics())
+
     async def _partitions(self, topic: str) -> list[int]:
         # The metadata of every topic, fetched now: the consumer's own metadata tracks only
         # the topics it was told about (Apache Kafka answers a request for no topics with

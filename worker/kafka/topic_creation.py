@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-import re2
-
+from worker.kafka.topic_patterns import compiled_pattern, pattern_problem
 from worker.plugins.api import ConfigProblem, ConnectorConfigError
 
 PREFIX: Final = "topic.creation."
@@ -50,9 +49,6 @@ MAX_REPLICATION_FACTOR: Final = 2**15 - 1
 """The protocol's replication factor is an int16 (Connect reads it as a Java short)."""
 MAX_PATTERNS: Final = 100
 """Include and exclude regexes of one connector, all groups together."""
-PATTERN_MEMORY: Final = 1 << 20
-"""RE2's memory budget per regex (its default is 8 MB): bounds what a config can make
-the worker hold, compiled and while matching."""
 
 _GROUP_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _SETTING_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
@@ -98,8 +94,8 @@ class TopicCreationGroup:
 
     def matches(self, topic: str) -> bool:
         """Whole-name matches, as Java's `Pattern.matches` in Connect: exclude wins."""
-        return any(_compiled(p).fullmatch(topic) for p in self.include) and not any(
-            _compiled(p).fullmatch(topic) for p in self.exclude
+        return any(compiled_pattern(p).fullmatch(topic) for p in self.include) and not any(
+            compiled_pattern(p).fullmatch(topic) for p in self.exclude
         )
 
     def new_topic(self, topic: str) -> NewTopicSpec:
@@ -124,13 +120,6 @@ class TopicCreation:
 
     def new_topic(self, topic: str) -> NewTopicSpec:
         return self.group_for(topic).new_topic(topic)
-
-
-def _compiled(pattern: str) -> re2._Regexp:
-    options = re2.Options()
-    options.max_mem = PATTERN_MEMORY
-    options.log_errors = False  # RE2 would print the pattern to stderr
-    return re2.compile(pattern, options)
 
 
 def topic_creation(config: Mapping[str, str]) -> TopicCreation | None:
@@ -284,15 +273,9 @@ class _Parser:
             if self.patterns > MAX_PATTERNS:
                 self.problem(key, f"more than {MAX_PATTERNS} include and exclude regexes in all")
                 break
-            try:
-                _compiled(pattern)
-            except re2.error as exc:
-                reason = _text(exc.args[0]) if exc.args else type(exc).__name__
-                self.problem(
-                    key,
-                    f"invalid regular expression {pattern!r}: {reason} (RE2 syntax: no "
-                    "lookaround or backreferences)",
-                )
+            problem = pattern_problem(pattern)
+            if problem is not None:
+                self.problem(key, problem)
                 continue
             found.append(pattern)
         return tuple(found)
@@ -316,8 +299,3 @@ def _items(text: str) -> list[str]:
     """A Connect list value: comma-separated, each item stripped, empty ones dropped (so a
     regex cannot contain a comma, as in Connect)."""
     return [item.strip() for item in text.split(",") if item.strip()]
-
-
-def _text(reason: object) -> str:
-    """RE2 reports its errors as bytes."""
-    return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)

@@ -198,6 +198,14 @@ class Connector(ABC):
         Called only with a config `validate` accepted. None by default."""
         return None
 
+    def kafka_topics(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
+        """The Kafka topics `config` (a connector's or a task's, resolved, accepted by
+        `validate`) names to read, write or dead-letter into, by the key that names them.
+        The framework refuses a config that names one of the worker's own topics
+        (`worker.plugins.internal_topics`) before it is stored and again before a task
+        starts. None by default."""
+        return {}
+
     @abstractmethod
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         """At most `max_tasks` task configs; the i-th goes to task i."""

@@ -10,7 +10,9 @@ The worker's Kafka security settings (`consumer.*` for sink connectors, which co
 `producer.*` for source connectors) reach a plugin the same way: as `kafka.*` defaults
 in the resolved config that its own `kafka.*` settings override, never stored. So do the
 worker's converters (`key.converter`, `value.converter` and their settings), by
-Connect's rule (`worker.records.converters.spec.inherit_converters`).
+Connect's rule (`worker.records.converters.spec.inherit_converters`), and the names of
+the worker's own topics, which no connector may touch (`worker.plugins.internal_topics`):
+the worker's value of that one wins over a connector's.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ from worker.plugins.api import (
     ConnectorConfigError,
     parse_config,
     secret_keys,
+)
+from worker.plugins.internal_topics import (
+    INTERNAL_TOPICS_KEY,
+    internal_topic_problems,
+    internal_topics,
 )
 from worker.plugins.locations import Locations, location_problems, normal_form, placed_locations
 from worker.plugins.registry import (
@@ -79,6 +86,7 @@ class RegistryPlugins:
         kafka_bootstrap_servers: str = "",
         allowed_paths: Sequence[str] = (),
         converter_defaults: Mapping[str, str] | None = None,
+        internal_topics: Iterable[str] = (),
     ) -> None:
         self._registry = registry
         self._providers = providers
@@ -90,6 +98,7 @@ class RegistryPlugins:
         self._kafka_bootstrap_servers = kafka_bootstrap_servers
         self._allowed_paths = tuple(allowed_paths)
         self._converter_defaults = dict(converter_defaults or {})
+        self._internal_topics = ",".join(sorted(set(internal_topics)))
 
     @property
     def registry(self) -> PluginRegistry:
@@ -104,14 +113,16 @@ class RegistryPlugins:
         self, connector: type[Connector], raw: Mapping[str, str], resolved: Mapping[str, str]
     ) -> dict[str, str]:
         """`resolved` with each location in the normal form the checks judged, the text a
-        task hands Spark; refused when a location breaks a rule that needs no other
-        connector (a config stored before the rule was, or a symlink changed since)."""
+        task hands Spark; refused when a location or a topic breaks a rule that needs no
+        other connector (a config stored before the rule was, a symlink changed since, a
+        record forged on the config topic)."""
         forms, problems = placed_locations(
             self._locations(connector, resolved),
             self._checkpoint_root,
             self._cwd,
             self._allowed_paths,
         )
+        problems += self._topic_problems(connector(), resolved)
         if problems:
             raise ConnectorConfigError(self._masked(problems, raw))
         return {**resolved, **forms}
@@ -132,13 +143,20 @@ class RegistryPlugins:
             resolved = self._providers.resolve(config)
         except ConfigProviderError as exc:
             raise ValueError(str(exc)) from exc
-        return {**self._worker_defaults(resolved), **resolved}
+        return self._with_worker_settings(resolved)
+
+    def _with_worker_settings(self, resolved: Mapping[str, str]) -> dict[str, str]:
+        """`resolved` over what it inherits from the worker, under the worker's topics."""
+        own = {INTERNAL_TOPICS_KEY: self._internal_topics}
+        return {**self._worker_defaults(resolved), **resolved, **own}
 
     def _worker_defaults(self, resolved: Mapping[str, str]) -> dict[str, str]:
-        """What a plugin inherits from the worker: Kafka security, converters."""
+        """What a plugin inherits from the worker: Kafka security, converters, the names
+        of the worker's topics."""
         return {
             **self._kafka_defaults(resolved),
             **inherit_converters(self._converter_defaults, resolved),
+            INTERNAL_TOPICS_KEY: self._internal_topics,
         }
 
     def _kafka_defaults(self, resolved: Mapping[str, str]) -> dict[str, str]:
@@ -171,13 +189,18 @@ class RegistryPlugins:
                     resolved.update(self._providers.resolve({key: value}))
                 except ConfigProviderError as exc:
                     problems.append(ConfigProblem(key, str(exc)))
-        resolved = {**self._worker_defaults(resolved), **resolved}
+        resolved = self._with_worker_settings(resolved)
         plugin = connector()
-        for check in (self._check_framework, plugin.validate):
-            try:
-                check(resolved)
-            except ConnectorConfigError as exc:
-                problems.extend(exc.problems)
+        try:
+            problems += parse_config(FrameworkSettings, resolved).problems(self._tasks_max_limit)
+        except ConnectorConfigError as exc:
+            problems.extend(exc.problems)
+        try:
+            plugin.validate(resolved)
+        except ConnectorConfigError as exc:
+            problems.extend(exc.problems)
+        else:
+            problems += self._topic_problems(plugin, resolved)
         if spark and not problems:
             problems = self._spark_problems(connector, resolved)
         return self._masked(problems, config)
@@ -191,9 +214,7 @@ class RegistryPlugins:
         if type(plugin).validate_with_spark is Connector.validate_with_spark:
             return []
         try:
-            plugin.validate_with_spark(
-                {**self._worker_defaults(resolved), **resolved}, self._spark()
-            )
+            plugin.validate_with_spark(self._with_worker_settings(resolved), self._spark())
         except ConnectorConfigError as exc:
             return list(exc.problems)
         return []
@@ -341,28 +362,14 @@ class RegistryPlugins:
         except UnknownPluginError as exc:
             raise ValueError(str(exc)) from exc
 
-    def _check_framework(self, config: Mapping[str, str]) -> None:
-        framework = parse_config(FrameworkSettings, config)
-        problems = []
-        if framework.tasks_max > self._tasks_max_limit:
-            problems.append(
-                ConfigProblem(
-                    "tasks.max",
-                    f"{framework.tasks_max} is more than this cluster allows "
-                    f"(tasks.max.limit={self._tasks_max_limit})",
-                )
-            )
-        initial = framework.auto_restart_initial_backoff_ms
-        longest = framework.auto_restart_max_backoff_ms
-        if initial is not None and longest is not None and initial > longest:
-            problems.append(
-                ConfigProblem(
-                    "auto.restart.initial.backoff.ms",
-                    f"{initial} is more than auto.restart.max.backoff.ms ({longest})",
-                )
-            )
-        if problems:
-            raise ConnectorConfigError(problems)
+    @staticmethod
+    def _topic_problems(plugin: Connector, resolved: Mapping[str, str]) -> list[ConfigProblem]:
+        """The keys of a config the plugin accepted that name one of the worker's topics."""
+        try:
+            named = plugin.kafka_topics(resolved)
+        except ConnectorConfigError as exc:
+            return list(exc.problems)
+        return internal_topic_problems(named, internal_topics(resolved))
 
     def _locations(self, connector: type[Connector], resolved: Mapping[str, str]) -> Locations:
         def pick(keys: tuple[str, ...]) -> dict[str, str]:

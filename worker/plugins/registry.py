@@ -18,7 +18,7 @@ from typing import Final, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker.plugins.api import JAVA_INT_MAX, Connector, NonEmptyStr, parse_config
+from worker.plugins.api import JAVA_INT_MAX, ConfigProblem, Connector, NonEmptyStr, parse_config
 from worker.plugins.auto_restart_settings import AutoRestartSettings
 
 ENTRY_POINT_GROUP: Final = "sparkherd.connectors"
@@ -135,6 +135,28 @@ class FrameworkSettings(AutoRestartSettings, _ConnectorAndTasks):
     fields of the last base first)."""
 
     model_config = ConfigDict(frozen=True)
+
+    def problems(self, tasks_max_limit: int) -> list[ConfigProblem]:
+        """What the settings say together, and against the worker's `tasks.max.limit`."""
+        problems = []
+        if self.tasks_max > tasks_max_limit:
+            problems.append(
+                ConfigProblem(
+                    "tasks.max",
+                    f"{self.tasks_max} is more than this cluster allows "
+                    f"(tasks.max.limit={tasks_max_limit})",
+                )
+            )
+        initial = self.auto_restart_initial_backoff_ms
+        longest = self.auto_restart_max_backoff_ms
+        if initial is not None and longest is not None and initial > longest:
+            problems.append(
+                ConfigProblem(
+                    "auto.restart.initial.backoff.ms",
+                    f"{initial} is more than auto.restart.max.backoff.ms ({longest})",
+                )
+            )
+        return problems
 
 
 @dataclass(frozen=True)

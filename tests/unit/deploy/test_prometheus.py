@@ -52,6 +52,7 @@ def exported() -> set[str]:
         self_fencings=0,
         failed_rounds=0,
         auto_restarts=0,
+        refused_config_records=0,
     )
     return {
         sample.name

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from herder.auto_restart import RestartPolicy
-from herder.config_store import RestartRequest, TargetState
+from herder.config_records import RestartRequest, TargetState
 from herder.herder import DistributedHerder
 from herder.membership import HeartbeatOutcome
 from herder.requests import RequestTimedOut, WorkerStopping

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from herder.config_store import TargetState
+from herder.config_records import TargetState
 from herder.errors import ConnectorExists, InvalidConnectorConfig, NoHandOff
 from herder.group_loop import heartbeat_pause_s
 from herder.herder import DistributedHerder

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from herder.config_store import ConfigSnapshot
+from herder.config_records import ConfigSnapshot
 from herder.leader import LeaderPlanner
 from herder.membership import JoinedMembers
 from protocol.codec import decode_assignment, encode_subscription

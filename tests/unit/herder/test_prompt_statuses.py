@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from herder.config_store import TargetState
+from herder.config_records import TargetState
 from herder.herder import DistributedHerder
 from tests.unit.herder.memory_cluster import LoneCoordinator, running_herder, until
 from worker.runtime.task_state import TaskState

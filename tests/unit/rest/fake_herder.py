@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from herder.admin import ClusterAdmin
-from herder.config_store import ConfigStore, RestartRequest, TargetState
+from herder.config_records import RestartRequest, TargetState
+from herder.config_store import ConfigStore
 from herder.errors import HerderError, NoHandOff, NotLeader
 from herder.metrics import RebalanceView, WorkerMetrics
 from herder.status_store import Status, StatusStore
@@ -172,6 +173,7 @@ class FakeHerder:
             self_fencings=0,
             failed_rounds=0,
             auto_restarts=3,
+            refused_config_records=2,
         )
 
     async def leave_for_good(self, timeout_s: float) -> bool:

@@ -8,7 +8,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from herder.config_store import RestartRequest, TargetState
+from herder.config_records import RestartRequest, TargetState
 from herder.errors import HerderError
 from herder.requests import RequestTimedOut, WorkerStopping
 from protocol.messages import ConnectorTaskId

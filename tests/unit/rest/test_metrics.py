@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from herder.config_store import TargetState
+from herder.config_records import TargetState
 from protocol.messages import Allocation, ConnectorTaskId
 from tests.unit.rest.conftest import FakeRuntime
 from tests.unit.rest.fake_herder import FakeHerder
@@ -67,6 +67,7 @@ def test_counts_and_statuses_follow_the_work_on_this_worker(
     assert seen[("kafka_connect_worker_rebalance_epoch", ())] == 3
     assert seen[("sparkherd_worker_state", (("state", "running"),))] == 1
     assert seen[("sparkherd_auto_restarts_total", ())] == 3
+    assert seen[("sparkherd_config_records_refused_total", ())] == 2
 
 
 def test_each_task_reports_its_spark_progress(

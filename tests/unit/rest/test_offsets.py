@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from herder.config_store import TargetState
+from herder.config_records import TargetState
 from protocol.messages import ConnectorTaskId
 from rest.offsets import ALTERED, RESET
 from tests.unit.rest.fake_herder import FakeHerder

@@ -50,7 +50,6 @@ def test_a_converter_problem_and_a_setting_problem_are_named_together() -> None:
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("topics", " , "),
         ("output.format", "avro"),
         ("kafka.client", "rdkafka"),
         ("starting.offsets", "yesterday"),
@@ -70,8 +69,8 @@ def test_a_missing_bootstrap_server_is_named() -> None:
 
 
 def test_partitions_spread_over_tasks_and_stay_put_when_partitions_are_added() -> None:
-    before = split_partitions({"a": [0, 1, 2, 3], "b": [0, 1]}, ("a", "b"), 3)
-    after = split_partitions({"a": [0, 1, 2, 3, 4, 5], "b": [0, 1, 2]}, ("a", "b"), 3)
+    before = split_partitions({"a": [0, 1, 2, 3], "b": [0, 1]}, {"a": 0, "b": 1}, 3)
+    after = split_partitions({"a": [0, 1, 2, 3, 4, 5], "b": [0, 1, 2]}, {"a": 0, "b": 1}, 3)
     assert sorted(len(t) for t in before) == [2, 2, 2]
     for old, new in zip(before, after, strict=True):
         assert set(old) <= set(new)
@@ -79,7 +78,7 @@ def test_partitions_spread_over_tasks_and_stay_put_when_partitions_are_added() -
 
 
 def test_no_task_without_partitions() -> None:
-    assert split_partitions({"a": [0, 1]}, ("a",), 4) == [
+    assert split_partitions({"a": [0, 1]}, {"a": 0}, 4) == [
         [TopicPartition("a", 0)],
         [TopicPartition("a", 1)],
     ]

@@ -21,7 +21,7 @@ A task refuses to start when any task's checkpoint was made under another split.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -280,6 +280,9 @@ class FilesToKafkaConnector(Connector):
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         return [{**config, SPLIT_KEY: f"{i}/{max_tasks}"} for i in range(max_tasks)]
+
+    def kafka_topics(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
+        return {"topic": [config["topic"].strip()]}
 
     def create_task(self) -> Task:
         return FilesToKafkaTask()

@@ -21,14 +21,15 @@ from pydantic import Field, field_validator
 
 from worker.connectors.claimed_batches import start_claimed_query
 from worker.connectors.jdbc.connection import JdbcConnectionSettings
-from worker.connectors.jdbc.ledger import has_batch
+from worker.connectors.jdbc.ledger import has_batch, sink_table
 from worker.connectors.jdbc.row_shape import PkMode, RowShapeError, row_shape
-from worker.connectors.jdbc.sql import TOPIC_VARIABLE, IdentifierError, InsertMode, table_for
+from worker.connectors.jdbc.sql import TOPIC_VARIABLE, IdentifierError, InsertMode
 from worker.connectors.jdbc.tables import JdbcTables, SinkRules
 from worker.connectors.jdbc.writer import JdbcBatchWriter, TaskIdentity
 from worker.connectors.kafka_sink import (
     KafkaSinkConnector,
     KafkaSinkSettings,
+    assigned_topics,
     sink_records,
     sink_settings,
 )
@@ -164,7 +165,7 @@ def mode_problems(settings: KafkaToJdbcSettings) -> list[ConfigProblem]:
         )
     for topic in settings.topics:
         try:
-            table_for(settings.table_name_format, topic)
+            sink_table(settings.table_name_format, topic)
         except IdentifierError as exc:
             problems.append(ConfigProblem(TABLE_FORMAT_KEY, f"for topic {topic!r}: {exc}"))
     return problems
@@ -198,7 +199,7 @@ class KafkaToJdbcTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings, converters = settings_of(context.task_config)
         tables = JdbcTables(settings.database, settings.rules())
-        tables.check(settings.topics)
+        tables.check(assigned_topics(context.task_config))
         records = sink_records(
             spark, context, settings, converters, partial(jdbc_has_batch, tables)
         )

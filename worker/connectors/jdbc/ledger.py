@@ -25,10 +25,25 @@ from __future__ import annotations
 
 from typing import Final
 
-from worker.connectors.jdbc.sql import TableName
+from worker.connectors.jdbc.sql import IdentifierError, TableName, table_for
 
 LEDGER: Final = TableName("sparkherd_jdbc_sink_batches")
 """Created where the connection's search_path creates tables (`currentSchema` in the URL)."""
+
+
+def sink_table(name_format: str, topic: str) -> TableName:
+    """The table `table.name.format` names for `topic` (`sql.table_for`), never the
+    ledger, in whatever schema: a connector writing rows into it could make other sinks
+    of that database take batches they never wrote for written, and skip them."""
+    table = table_for(name_format, topic)
+    if table.name == LEDGER.name:
+        raise IdentifierError(
+            f"{table} is the ledger kafka-to-jdbc keeps of the batches it has written; "
+            "no connector writes there"
+        )
+    return table
+
+
 KEPT_BATCHES: Final = 100
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from worker.connectors.jdbc.connection import DatabaseConnectionError, JdbcDatabase
 from worker.connectors.jdbc.failures import is_transient
-from worker.connectors.jdbc.ledger import create_ledger
+from worker.connectors.jdbc.ledger import create_ledger, sink_table
 from worker.connectors.jdbc.row_shape import PkMode, RowShape, SinkColumn, missing_columns
 from worker.connectors.jdbc.sql import (
     IdentifierError,
@@ -32,7 +32,6 @@ from worker.connectors.jdbc.sql import (
     create_table,
     table_columns_query,
     table_exists_query,
-    table_for,
 )
 
 log = logging.getLogger(__name__)
@@ -88,7 +87,7 @@ class JdbcTables:
 
     def table(self, topic: str) -> TableName:
         try:
-            return table_for(self.rules.table_name_format, topic)
+            return sink_table(self.rules.table_name_format, topic)
         except IdentifierError as exc:
             raise JdbcSinkError(
                 f"table.name.format {self.rules.table_name_format!r} makes no table name for "

@@ -9,7 +9,7 @@ wait on an unreachable dead letter queue forever with its task RUNNING.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Mapping
 from typing import Final, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -118,7 +118,7 @@ class ErrorHandlingSettings(BaseModel):
 
 
 def error_handling_problems(
-    config: Mapping[str, str], source_topics: Iterable[str]
+    config: Mapping[str, str], source_topics: Container[str]
 ) -> list[ConfigProblem]:
     """What the model cannot judge alone: unknown `errors.*` keys, and a dead letter
     queue that is no topic name or is one of the topics read (each failed record would
@@ -131,7 +131,7 @@ def error_handling_problems(
     topic = config.get(DLQ_TOPIC_KEY, "").strip()
     if topic and not is_kafka_name(topic):
         problems.append(ConfigProblem(DLQ_TOPIC_KEY, f"not a Kafka topic name: {KAFKA_NAME_RULE}"))
-    elif topic in set(source_topics):
+    elif topic and topic in source_topics:
         problems.append(
             ConfigProblem(
                 DLQ_TOPIC_KEY,
