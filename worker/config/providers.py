@@ -53,9 +53,17 @@ def _allowed_paths(alias: str, params: Mapping[str, str]) -> tuple[Path, ...] | 
 
 
 def _readable(path: str, allowed: tuple[Path, ...] | None) -> Path:
-    """`path` resolved (symlinks and `..` followed), if it lies under an allowed directory."""
+    """`path` resolved (symlinks and `..` followed), if it lies under an allowed directory.
+    With `allowed.paths` a path must be absolute, as Connect's `AllowedPaths` has it: a
+    relative one would depend on the worker's working directory."""
     if not path:
         raise ConfigProviderError("a path is required")
+    if "\0" in path:
+        raise ConfigProviderError("a path cannot hold a NUL character")
+    if allowed is not None and not Path(path).is_absolute():
+        raise ConfigProviderError(
+            f"path {path!r} is not absolute, as this provider's allowed.paths requires"
+        )
     resolved = Path(path).resolve()
     if allowed is not None and not any(resolved.is_relative_to(root) for root in allowed):
         raise ConfigProviderError(f"path {path!r} is not under this provider's allowed.paths")
@@ -99,10 +107,9 @@ class _DirectoryProvider:
         if not key or key in (".", "..") or "/" in key or "\\" in key:
             raise ConfigProviderError(f"{key!r} is not a file name in {path!r}")
         target = directory / key
-        if not target.is_file():
+        if "\0" in key or not target.is_file():
             raise ConfigProviderError(f"{path!r} has no file {key!r}")
-        _readable(str(target), self.allowed)
-        return _read_text(target)
+        return _read_text(_readable(str(target), self.allowed))
 
 
 @dataclass(frozen=True)
