@@ -23,7 +23,7 @@ from worker.connectors.files.file_sink import start_file_sink
 from worker.connectors.generator import GeneratorConnector
 from worker.plugins.api import Connector, Task, TaskContext, parse_config
 from worker.plugins.registry import PluginRegistry
-from worker.runtime import spark_queries, spark_task_runtime, spark_warm_up
+from worker.runtime import spark_queries, spark_warm_up, task_looks
 from worker.runtime.spark_queries import (
     job_tag,
     last_progress,
@@ -646,7 +646,7 @@ class HeldLook:
         self._condition: Callable[[], bool] = lambda: True
         self._then_s = 0.0
         self._real = spark_queries.query_progress
-        monkeypatch.setattr(spark_task_runtime, "query_progress", self._look)
+        monkeypatch.setattr(task_looks, "query_progress", self._look)
 
     def answer_after(self, condition: Callable[[], bool], then_s: float) -> None:
         self._condition, self._then_s = condition, then_s
