@@ -73,9 +73,8 @@ class LocalWork:
         self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
         self._connector_targets: dict[str, TargetState] = {}
         self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
-        self._waiting: set[ConnectorTaskId] = set()
-        """Starts waiting for the previous owner's release or for a launch slot
-        (`STARTS_AT_ONCE`): a revocation cancels them."""
+        """Each task's newest start under way (an earlier one it waits for is its `after`):
+        a revocation cancels it, wherever it is."""
         self._launching = asyncio.Semaphore(STARTS_AT_ONCE)
         self.status_writer = StatusWriter(statuses)
         self.connector_startups = StartupCounts()
@@ -109,8 +108,8 @@ class LocalWork:
         after: asyncio.Task[None] | None = None,
     ) -> None:
         """Start the task in the background: no step of the group loop waits for a Spark
-        query's start. A revocation waits for it (or cancels it while it waits). `after`:
-        a start of the task under way, which ends (and its query stops) first."""
+        query's start. A revocation cancels it. `after`: a start of the task under way,
+        which ends (and its query stops) first."""
         starting = asyncio.create_task(
             self._start_task(task, snapshot, await_release=await_release, after=after),
             name=f"start-{task}",
@@ -121,17 +120,18 @@ class LocalWork:
     async def stop(self, revoked: Allocation) -> None:
         """Give the work up first, then stop it: while the stops are awaited, a restart
         request or a config change must not start a revoked task again (and claim it
-        from its next owner)."""
+        from its next owner). A start under way is cancelled, not awaited: a start that
+        never ends (an address that never answers) held every later rebalance; the
+        runtime's stop then ends it, within its own bound."""
         revoked = revoked.intersection(self.owned)
         if revoked.is_empty():
             return
         self.owned = self.owned.minus(revoked)
-        for task in revoked.tasks & self._waiting & self._starting.keys():
-            self._starting[task].cancel()
-        await asyncio.gather(
-            *(self._starting[t] for t in revoked.tasks if t in self._starting),
-            return_exceptions=True,
-        )
+        starting = [self._starting[t] for t in revoked.tasks if t in self._starting]
+        for start in starting:
+            start.cancel()
+        if starting:
+            await asyncio.wait(starting)
         held = self._runtime.held()
         await asyncio.gather(
             *(self._runtime.stop_task(t) for t in sorted(revoked.tasks) if t in held)
@@ -200,7 +200,11 @@ class LocalWork:
         not released in time, it starts all the same, and its claim fences the old owner's
         query (`worker.runtime.task_claims`)."""
         if after is not None:
-            await asyncio.wait([after])
+            try:
+                await asyncio.wait([after])
+            except asyncio.CancelledError:
+                after.cancel()
+                raise
             if task in self._runtime.held():
                 await self._runtime.stop_task(task)
         task_config = snapshot.task_config(task)
@@ -211,13 +215,9 @@ class LocalWork:
         if snapshot.target_state(task.connector) is TargetState.PAUSED:
             self._report(task, TaskState.PAUSED)
             return
-        self._waiting.add(task)
-        try:
-            if await_release and not await self._runtime.await_release(task):
-                log.warning("%s was not released in time by its previous owner; claiming it", task)
-            await self._launching.acquire()
-        finally:
-            self._waiting.discard(task)
+        if await_release and not await self._runtime.await_release(task):
+            log.warning("%s was not released in time by its previous owner; claiming it", task)
+        await self._launching.acquire()
         try:
             if task in self.owned.tasks:
                 generation = self._generation()

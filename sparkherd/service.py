@@ -174,6 +174,7 @@ class WorkerService:
             shutdown_timeout_ms=config.task_shutdown_graceful_timeout_ms,
             on_state_change=lambda task, status: self.herder.on_task_state(task, status),
             topic_creation_enabled=config.topic_creation_enable,
+            start_timeout_ms=config.task_start_timeout_ms,
         )
         self._logger_levels = LoggerLevels()
         self.herder = _herder_for(config, self._runtime, self._plugins, self._logger_levels)

@@ -57,6 +57,7 @@ from worker.kafka.security import (
 )
 from worker.plugins.auto_restart_settings import MIN_BACKOFF_MS
 from worker.records.converters.spec import worker_converter_problems
+from worker.runtime.start_deadline import START_TIMEOUT_KEY, START_TIMEOUT_MS_DEFAULT
 
 
 class WorkerConfig(BaseModel):
@@ -122,6 +123,7 @@ class WorkerConfig(BaseModel):
         5_000, "task.shutdown.graceful.timeout.ms", 0
     )
     task_handoff_timeout_ms: JavaInt = int_field(20_000, "task.handoff.timeout.ms", 0)
+    task_start_timeout_ms: JavaInt = int_field(START_TIMEOUT_MS_DEFAULT, START_TIMEOUT_KEY, 1)
     log_format: Literal["text", "json"] = Field(
         "text", alias="log.format", description="'text' or 'json'"
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, TypeVar, get_args
 
@@ -20,6 +20,7 @@ from pydantic import BaseModel, SecretStr, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
 from worker.runtime.checkpoint_layout import TASK_DIR_PREFIX, checkpoint_dir_for, checkpointed_tasks
+from worker.runtime.start_deadline import StartDeadline
 from worker.runtime.task_claims import Claim
 
 if TYPE_CHECKING:
@@ -118,6 +119,10 @@ class TaskContext:
     topic_creation_enabled: bool = True
     """The worker's `topic.creation.enable`: whether a source task may create the topics
     its connector's `topic.creation.*` keys describe (`worker.kafka.topic_admin`)."""
+    deadline: StartDeadline = field(default_factory=StartDeadline)
+    """This start's end (`task.start.timeout.ms`, or a stop that came first): whatever a
+    task waits for while it starts (a back-off, a connection, a fetch) waits on it, never
+    longer than `deadline.remaining()`."""
 
     @property
     def query_name(self) -> str:

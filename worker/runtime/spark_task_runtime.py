@@ -39,6 +39,12 @@ from worker.runtime.spark_queries import (
     stop_and_release,
 )
 from worker.runtime.spark_session import SparkSessionProvider
+from worker.runtime.start_deadline import (
+    START_TIMEOUT_KEY,
+    START_TIMEOUT_MS_DEFAULT,
+    StartCancelledError,
+    StartDeadline,
+)
 from worker.runtime.task_claims import is_released
 from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_launch import TaskLauncher
@@ -50,6 +56,7 @@ from worker.runtime.trigger_lag import TriggerLag
 MONITOR_INTERVAL_S: Final = 1.0
 RELEASE_POLL_S: Final = 0.05
 MONITOR_DRAIN_S: Final = 5.0
+STOPPED_WHILE_STARTING: Final = "The task was stopped while it started; its start was cancelled"
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +70,11 @@ class _TaskRun:
     configs: tuple[Mapping[str, str], ...]
     """The connector's and the task's configs as stored: the secrets their placeholders
     resolve to are hidden from the task's trace."""
+    deadline: StartDeadline
     stopping: bool = False
+    halt: asyncio.Task[None] | None = None
+    """Stopping whatever query the launch yields and releasing its claim, once begun: by
+    a stop, or by the start's deadline (a launch given up on is stopped as it returns)."""
 
 
 class SparkTaskRuntime(CheckpointOffsets):
@@ -88,9 +99,11 @@ class SparkTaskRuntime(CheckpointOffsets):
         clock: Callable[[], float] = time.time,
         monitor_interval_s: float = MONITOR_INTERVAL_S,
         topic_creation_enabled: bool = True,
+        start_timeout_ms: int = START_TIMEOUT_MS_DEFAULT,
     ) -> None:
         """`topic_creation_enabled` is the worker's `topic.creation.enable`, handed to
-        every task it starts (`TaskContext.topic_creation_enabled`)."""
+        every task it starts (`TaskContext.topic_creation_enabled`); `start_timeout_ms`
+        its `task.start.timeout.ms`, each start's deadline (`TaskContext.deadline`)."""
         super().__init__(checkpoint_root)
         self._launcher = TaskLauncher(
             session, plugins, checkpoint_root, worker_id, topic_creation_enabled
@@ -99,6 +112,8 @@ class SparkTaskRuntime(CheckpointOffsets):
         self._plugins = plugins
         self._checkpoint_root = checkpoint_root
         self._shutdown_timeout_s = shutdown_timeout_ms / 1000
+        self._start_timeout_s = start_timeout_ms / 1000
+        self._start_timeout_named = f"{START_TIMEOUT_KEY} ({start_timeout_ms} ms)"
         self._on_state_change = on_state_change
         self._clock = clock
         self._monitor_interval_s = monitor_interval_s
@@ -161,6 +176,9 @@ class SparkTaskRuntime(CheckpointOffsets):
         generation: int,
     ) -> None:
         """Start the task's query; returns once it is RUNNING or FAILED, never raises.
+        A start that takes longer than `task.start.timeout.ms` is given up and the task
+        FAILED at once: the thread it runs on cannot be stopped, but it learns it
+        (`TaskContext.deadline`), and whatever query it still yields is stopped.
 
         `generation` is the group generation the task was assigned in; its claim records
         it so that a fenced worker learns who took the task over.
@@ -181,6 +199,7 @@ class SparkTaskRuntime(CheckpointOffsets):
         task_config: Mapping[str, str],
         generation: int,
     ) -> None:
+        deadline = StartDeadline(self._start_timeout_s, self._start_timeout_named)
         launch = asyncio.create_task(
             asyncio.to_thread(
                 self._launcher.launch,
@@ -188,18 +207,23 @@ class SparkTaskRuntime(CheckpointOffsets):
                 dict(connector_config),
                 dict(task_config),
                 generation,
+                deadline,
             )
         )
-        run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch, (connector_config, task_config))
+        configs = (connector_config, task_config)
+        run = _TaskRun(TaskStatus(TaskState.UNASSIGNED), launch, configs, deadline)
         self._runs[task_id] = run
         self._looks.forget(task_id)
         self.startups.attempts += 1
-        try:
-            await asyncio.shield(launch)
-        except Exception as exc:
+        done, _ = await asyncio.wait({launch}, timeout=deadline.remaining())
+        if not done:
+            deadline.cancel(deadline.why)
+            self._halting(task_id, run)
+        error = launch.exception() if done else StartCancelledError(deadline.why)
+        if error is not None:
             self.startups.failures += 1
             if self._runs.get(task_id) is run:
-                self._change(task_id, run, TaskStatus(TaskState.FAILED, describe_failure(exc)))
+                self._change(task_id, run, TaskStatus(TaskState.FAILED, describe_failure(error)))
             return
         self.startups.successes += 1
         log.info("Task %s is running", task_id)
@@ -240,12 +264,11 @@ class SparkTaskRuntime(CheckpointOffsets):
         if run is None:
             return
         run.stopping = True
-        with working_on(task_id):
-            halt = asyncio.create_task(self._halt(task_id, run))
-        self._halts.add(halt)
-        halt.add_done_callback(self._halts.discard)
+        run.deadline.cancel(STOPPED_WHILE_STARTING)
         try:
-            await asyncio.wait_for(asyncio.shield(halt), self._shutdown_timeout_s)
+            await asyncio.wait_for(
+                asyncio.shield(self._halting(task_id, run)), self._shutdown_timeout_s
+            )
         except TimeoutError:
             log.warning(
                 "Task %s did not stop within %.0f ms; it keeps stopping in the background",
@@ -254,6 +277,15 @@ class SparkTaskRuntime(CheckpointOffsets):
             )
         log.info("Task %s stopped", task_id)
         self._notify(task_id, TaskStatus(TaskState.UNASSIGNED))
+
+    def _halting(self, task_id: ConnectorTaskId, run: _TaskRun) -> asyncio.Task[None]:
+        """The run's halt, begun now unless it was already."""
+        if run.halt is None:
+            with working_on(task_id):
+                run.halt = asyncio.create_task(self._halt(task_id, run))
+            self._halts.add(run.halt)
+            run.halt.add_done_callback(self._halts.discard)
+        return run.halt
 
     async def _halt(self, task_id: ConnectorTaskId, run: _TaskRun) -> None:
         try:

@@ -15,6 +15,7 @@ from worker.runtime.checkpoint_fingerprint import fit
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
 from worker.runtime.spark_queries import Launched, TaskFencedError, job_tag, trigger_interval_s
 from worker.runtime.spark_session import SparkSessionProvider
+from worker.runtime.start_deadline import StartCancelledError, StartDeadline
 from worker.runtime.task_claims import claim
 
 
@@ -42,6 +43,7 @@ class TaskLauncher:
         connector_config: Mapping[str, str],
         task_config: Mapping[str, str],
         generation: int,
+        deadline: StartDeadline,
     ) -> Launched:
         """Blocking: claim the task, then start its query, its jobs tagged with the task
         (`job_tag`).
@@ -57,6 +59,9 @@ class TaskLauncher:
         placeholders are resolved only here, so a secret lives in this task alone, and
         their locations are put in the normal form the checks judged, so the task hands
         Spark that form and not the text (a location the rules refuse fails the task).
+        A start whose `deadline` passed (or was cancelled: the task was stopped) claims
+        nothing, and a query that started after it is stopped at once: the runtime has
+        given up on this start and may have started the task again.
         """
         resolved, validated = self._plugins.validated(connector_config)
         connector = type(validated.connector)
@@ -68,6 +73,7 @@ class TaskLauncher:
         checkpoint_dir = checkpoint_dir_for(self._checkpoint_root, task_id.connector, task_id.task)
         made_for = self._plugins.checkpoint_fingerprint(connector_config)
         spark = self._session.get()
+        deadline.check()
         owned = claim(checkpoint_dir, self._worker_id, generation)
         context = TaskContext(
             connector=task_id.connector,
@@ -77,6 +83,7 @@ class TaskLauncher:
             checkpoint_dir=checkpoint_dir,
             claim=owned,
             topic_creation_enabled=self._topic_creation_enabled,
+            deadline=deadline,
         )
         spark_context = spark.sparkContext
         spark_context.addJobTag(job_tag(task_id))
@@ -92,4 +99,8 @@ class TaskLauncher:
         if holder is not None:
             query.stop()
             raise TaskFencedError(task_id, holder)
+        if deadline.over:
+            query.stop()
+            owned.release()
+            raise StartCancelledError(deadline.why)
         return Launched(query, owned, trigger_interval_s(query), time.time())
