@@ -6,9 +6,15 @@ The URL is a JDBC URL, as users of Confluent's connectors have it, but the conne
 talk to PostgreSQL through libpq (psycopg2), so the URL is read here into libpq's
 parameters: only `jdbc:postgresql://host[:port]/database[?parameters]`, and only the
 parameters that have a libpq counterpart; any other is refused rather than silently
-dropped. A URL that also goes to the JVM driver (kafka-to-iceberg's jdbc catalog) is
-checked by `check_jdbc_uri`: the driver instantiates classes that some of its parameters
-name, which a REST caller must not be able to choose.
+dropped. A URL that goes to the JVM driver instead (kafka-to-iceberg's jdbc catalog)
+passes the same check (`check_jdbc_uri`), and the driver is handed what the check
+judged, not the text (`pgjdbc_connection`): the host, port and database as a URL, every
+parameter as a connection property under the driver's name.
+
+Either driver is told, besides, to send no clear-text password to a server that is not
+verified, and to take no credential from the worker's environment or home directory:
+`worker.connectors.jdbc.login_policy` says how, and why without touching the worker's
+environment.
 
 The password is a secret: a `SecretStr` setting (hidden in every GET and 400, as
 Connect's PASSWORD type), never put into a message here, and a connection failure names
@@ -18,14 +24,21 @@ since the URL is shown as it is.
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from worker.config.providers import hide
+from worker.connectors.jdbc.login_policy import (
+    environment_problems,
+    libpq_keywords,
+    pgjdbc_properties,
+)
 from worker.plugins.api import HIDDEN, NonEmptyStr
 
 URL_KEY: Final = "connection.url"
@@ -67,11 +80,30 @@ class DatabaseConnectionError(RuntimeError):
     user, and the server's or libpq's reason, never the password."""
 
 
-def check_jdbc_uri(uri: str) -> str:
-    """A PostgreSQL JDBC URL of the one form taken, without the parameters that make the
-    JVM driver instantiate a class named in the URL."""
-    parse_jdbc_url(uri)
+def check_jdbc_uri(uri: str, user: str | None = None) -> str:
+    """`uri`, if it is a URL the connectors take: of the one form, with only the
+    parameters libpq has a counterpart for (the same for the JVM driver, which then
+    cannot be made to load a class, write a log file or wait forever), and naming no
+    other user than `user`. The one check of every JDBC URL a connector is given."""
+    libpq_parameters(parse_jdbc_url(uri), user, None)
     return uri
+
+
+def pgjdbc_connection(
+    uri: str, user: str | None, password: str | None
+) -> tuple[str, dict[str, str]]:
+    """The URL and connection properties the JVM driver gets for `uri` (checked as
+    `check_jdbc_uri` checks it): the URL carries only host, port and database, so the
+    driver reads each parameter from the properties, as libpq would have it."""
+    url = parse_jdbc_url(uri)
+    keywords = libpq_parameters(url, user, password)
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    for place in ("host", "port", "dbname"):
+        del keywords[place]
+    return (
+        f"jdbc:postgresql://{host}:{url.port}/{quote(url.database, safe='')}",
+        pgjdbc_properties(keywords),
+    )
 
 
 @dataclass(frozen=True)
@@ -148,6 +180,11 @@ def libpq_parameters(url: JdbcUrl, user: str | None, password: str | None) -> di
                 f"parameter {name} is not taken (these connectors talk to PostgreSQL "
                 f"through libpq); the parameters taken: {taken} (any letter case)"
             )
+    if ("sslcert" in keywords) != ("sslkey" in keywords):
+        raise JdbcUrlError(
+            "sslcert and sslkey go together: a client certificate or key is never taken "
+            "from the worker's home directory"
+        )
     if keywords.get("sslmode", "prefer") not in _SSL_MODES:
         raise JdbcUrlError(f"sslmode must be one of {', '.join(_SSL_MODES)}")
     if not keywords["connect_timeout"].isdigit():
@@ -195,15 +232,37 @@ class JdbcDatabase:
 
     def connect(self) -> Any:
         """A new psycopg2 connection (not in autocommit: every statement is in the
-        transaction the caller commits). The caller closes it."""
+        transaction the caller commits), with nothing of the worker's environment
+        (`login_policy`). The caller closes it."""
         import psycopg2
 
-        keywords = libpq_parameters(self.url, self.user, self.password)
+        unsafe = environment_problems(os.environ)
+        if unsafe:
+            raise DatabaseConnectionError(
+                f"Cannot connect to {self}: the worker's environment sets {', '.join(unsafe)}, "
+                "which libpq would act on or send to every server it connects to; unset it "
+                "for the worker (a connection's session settings go into connection.url's "
+                "options parameter)"
+            )
+        keywords = libpq_keywords(
+            libpq_parameters(self.url, self.user, self.password), self.user or self._os_user()
+        )
         try:
             return psycopg2.connect(**keywords)
         except psycopg2.Error as exc:
             reason = self.hide(" ".join(str(exc).split()))
             raise DatabaseConnectionError(f"Cannot connect to {self}: {reason}") from None
+
+    def _os_user(self) -> str:
+        """libpq's own default user, the worker's operating-system user, given by name so
+        that `PGUSER` does not apply."""
+        try:
+            return pwd.getpwuid(os.geteuid()).pw_name
+        except KeyError:
+            raise DatabaseConnectionError(
+                f"Cannot connect to {self}: the worker's operating-system user has no name "
+                f"to log in as; set {USER_KEY}"
+            ) from None
 
 
 class JdbcConnectionSettings(BaseModel):
@@ -225,12 +284,11 @@ class JdbcConnectionSettings(BaseModel):
     @field_validator("connection_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        libpq_parameters(parse_jdbc_url(value), None, None)
-        return value
+        return check_jdbc_uri(value)
 
     @model_validator(mode="after")
     def _user(self) -> JdbcConnectionSettings:
-        libpq_parameters(parse_jdbc_url(self.connection_url), self.connection_user, None)
+        check_jdbc_uri(self.connection_url, self.connection_user)
         return self
 
     @property

@@ -35,8 +35,11 @@ _PERMANENT_CONNECT_FAILURES: Final = (
     "permission denied",
     "invalid",
     "unsupported",
+    "authentication method requirement",
+    "the worker's environment sets",
 )
-"""Phrases of libpq's refusals to connect that no retry changes."""
+"""Phrases of libpq's refusals to connect that no retry changes (a server that asks for
+what `login_policy` refuses; a worker environment that libpq would act on)."""
 
 E = TypeVar("E")
 
