@@ -144,9 +144,14 @@ def test_catalog_conf_for_each_type() -> None:
     }
     jdbc = catalog_conf("c", CatalogSettings("jdbc", "/lake", "jdbc:postgresql://h/d", "u", "p"))
     assert {k: jdbc[k] for k in jdbc.keys() - hadoop.keys()} == {
-        f"{prefix}.uri": "jdbc:postgresql://h/d",
+        f"{prefix}.uri": "jdbc:postgresql://h:5432/d",
         f"{prefix}.jdbc.user": "u",
         f"{prefix}.jdbc.password": "p",
+        f"{prefix}.jdbc.connectTimeout": "10",
+        f"{prefix}.jdbc.sslcert": "",
+        f"{prefix}.jdbc.sslkey": "",
+        f"{prefix}.jdbc.gssEncMode": "disable",
+        f"{prefix}.jdbc.requireAuth": "!password,!gss,!sspi",
     }
     assert check_catalog_name("lake_1") == "lake_1"
     for bad in ("spark_catalog", "a.b", "1x"):

@@ -5,7 +5,12 @@ config over; only the two catalogs a worker can reach without more jars are offe
 (`hadoop`: a directory; `jdbc`: PostgreSQL, whose driver the worker ships), and only the
 catalog keys named here reach Iceberg: a passed-through `iceberg.catalog.*` could load a
 class of the user's choosing (`io-impl`, `catalog-impl`) into the worker, as could some
-parameters of the jdbc catalog's URL (`worker.connectors.jdbc.connection.check_jdbc_uri`).
+parameters of the jdbc catalog's URL. That URL therefore passes the one check of every
+JDBC URL (`worker.connectors.jdbc.connection.check_jdbc_uri`: an allow-list) and reaches
+the JVM driver as that check read it: host, port and database in the URL, each parameter
+a connection property, beside those that keep a clear-text password from an unverified
+server and the worker's own credentials from every server
+(`worker.connectors.jdbc.login_policy`).
 
 The catalog is set in the task's own Spark session (under `iceberg.catalog`'s name), so
 no other task, and not the worker's own session, sees it or its password.
@@ -16,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from worker.connectors.jdbc.connection import pgjdbc_connection
 
 CatalogType = Literal["hadoop", "jdbc"]
 
@@ -160,7 +167,7 @@ def catalog_conf(name: str, catalog: CatalogSettings) -> dict[str, str]:
         f"{prefix}.cache-enabled": "false",
     }
     if catalog.type == "jdbc":
-        optional = {"jdbc.user": catalog.user, "jdbc.password": catalog.password}
-        conf[f"{prefix}.uri"] = catalog.uri or ""
-        conf.update({f"{prefix}.{k}": v for k, v in optional.items() if v is not None})
+        uri, properties = pgjdbc_connection(catalog.uri or "", catalog.user, catalog.password)
+        conf[f"{prefix}.uri"] = uri
+        conf.update({f"{prefix}.jdbc.{key}": value for key, value in properties.items()})
     return conf

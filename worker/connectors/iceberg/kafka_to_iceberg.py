@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from worker.config.providers import hide
 from worker.connectors.claimed_batches import start_claimed_query
@@ -43,6 +43,7 @@ from worker.connectors.iceberg.table import (
     table_exists,
 )
 from worker.connectors.jdbc.connection import check_jdbc_uri
+from worker.connectors.jdbc.login_policy import pgjdbc_version_problem
 from worker.connectors.kafka_sink import (
     KafkaSinkConnector,
     KafkaSinkSettings,
@@ -134,6 +135,12 @@ class KafkaToIcebergSettings(KafkaSinkSettings):
     @classmethod
     def _jdbc_uri(cls, value: str | None) -> str | None:
         return None if value is None else check_jdbc_uri(value)
+
+    @model_validator(mode="after")
+    def _uri_user(self) -> KafkaToIcebergSettings:
+        if self.uri is not None:
+            check_jdbc_uri(self.uri, self.jdbc_user)
+        return self
 
     @property
     def password(self) -> str | None:
@@ -253,9 +260,22 @@ class IcebergBatches:
 
 
 def use_catalog(session: SparkSession, settings: KafkaToIcebergSettings) -> None:
-    """The connector's catalog in `session`, which is the task's own: no other sees it."""
+    """The connector's catalog in `session`, which is the task's own: no other sees it.
+    A jdbc catalog needs a JVM driver that enforces `requireAuth`."""
+    if settings.catalog_type == "jdbc":
+        problem = pgjdbc_version_problem(_pgjdbc_version(session))
+        if problem is not None:
+            raise IcebergCatalogError(problem)
     for key, value in catalog_conf(settings.rules().catalog, settings.catalog()).items():
         session.conf.set(key, value)
+
+
+def _pgjdbc_version(session: SparkSession) -> str | None:
+    from py4j.java_gateway import JavaClass
+
+    jvm: Any = session._jvm
+    info = jvm.org.postgresql.util.DriverInfo
+    return str(info.DRIVER_VERSION) if isinstance(info, JavaClass) else None
 
 
 def iceberg_has_batch(
