@@ -46,7 +46,13 @@ from worker.connectors.jdbc.queries import (
     check_query,
     columns_of,
 )
-from worker.connectors.jdbc.source import JdbcDataSource, TableReadError, TableSource
+from worker.connectors.jdbc.source import (
+    QUERY_TIMEOUT_KEY,
+    QUERY_TIMEOUT_MS_DEFAULT,
+    JdbcDataSource,
+    TableReadError,
+    TableSource,
+)
 from worker.connectors.source_records import CONVERTER_DEFAULTS, PublishOnceSettings, encoded_row
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.spark_io import publish_once, register
@@ -71,6 +77,7 @@ from worker.records.converters.spec import (
 )
 from worker.records.errors.settings import not_reading_kafka_problems
 from worker.runtime.checkpoint_offsets import committed_offsets
+from worker.runtime.start_deadline import START_TIMEOUT_MS_DEFAULT, StartDeadline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -79,6 +86,8 @@ if TYPE_CHECKING:
 
 TABLES_KEY: Final = "jdbc.task.tables"
 """In a task config: the JSON list of the tables this task reads."""
+MAX_CONNECTION_ATTEMPTS: Final = 100
+MAX_CONNECTION_BACKOFF_MS: Final = START_TIMEOUT_MS_DEFAULT
 
 
 class JdbcToKafkaSettings(
@@ -117,9 +126,31 @@ class JdbcToKafkaSettings(
     key_field: NonEmptyStr | None = Field(
         default=None, alias="key.field", description="The column whose value keys each record"
     )
-    connection_attempts: int = Field(default=3, alias="connection.attempts", ge=1, le=JAVA_INT_MAX)
+    connection_attempts: int = Field(
+        default=3,
+        alias="connection.attempts",
+        ge=1,
+        le=MAX_CONNECTION_ATTEMPTS,
+        description="Attempts to open a connection (Confluent's range starts at 1 and has "
+        f"no end; at most {MAX_CONNECTION_ATTEMPTS} here: a start is cancelled after "
+        "task.start.timeout.ms anyway, and a running task's reconnection must end too)",
+    )
     connection_backoff_ms: int = Field(
-        default=10_000, alias="connection.backoff.ms", ge=0, le=JAVA_INT_MAX
+        default=10_000,
+        alias="connection.backoff.ms",
+        ge=0,
+        le=MAX_CONNECTION_BACKOFF_MS,
+        description="The wait between two attempts (Confluent gives no range; at most "
+        f"{MAX_CONNECTION_BACKOFF_MS} ms here, the default task.start.timeout.ms: a "
+        "longer wait could never be followed by an attempt within a start)",
+    )
+    query_timeout_ms: int = Field(
+        default=QUERY_TIMEOUT_MS_DEFAULT,
+        alias=QUERY_TIMEOUT_KEY,
+        ge=1,
+        le=JAVA_INT_MAX,
+        description="How long one statement may run (PostgreSQL's statement_timeout); "
+        "a poll that takes longer fails the task",
     )
 
     @property
@@ -193,9 +224,12 @@ def settings_problems(settings: JdbcToKafkaSettings) -> list[ConfigProblem]:
     return problems
 
 
-def table_source(settings: JdbcToKafkaSettings, table: str) -> TableSource:
+def table_source(
+    settings: JdbcToKafkaSettings, table: str, deadline: StartDeadline | None = None
+) -> TableSource:
     """`table` with its columns, as the database describes them now; `TableReadError`
-    names the table when it is missing, lacks a column, or the database cannot be read."""
+    names the table when it is missing, lacks a column, or the database cannot be read.
+    A task's start passes its `deadline`, which the connection waits on."""
     source = TableSource(
         settings.database,
         table,
@@ -204,8 +238,9 @@ def table_source(settings: JdbcToKafkaSettings, table: str) -> TableSource:
         settings.batch_max_rows,
         settings.connection_attempts,
         settings.connection_backoff_ms,
+        settings.query_timeout_ms,
     )
-    with contextlib.closing(source.connect()) as connection:
+    with contextlib.closing(source.connect(deadline)) as connection:
         try:
             with connection.cursor() as cursor:
                 cursor.execute(source.queries.describe())
@@ -280,7 +315,7 @@ class JdbcToKafkaTask(Task):
         settings, converters = settings_of(context.task_config)
         tables: list[str] = json.loads(context.task_config[TABLES_KEY])
         check_checkpoint_tables(context.checkpoint_dir, context.task, tables)
-        sources = [table_source(settings, table) for table in tables]
+        sources = [table_source(settings, table, context.deadline) for table in tables]
         topics = [settings.topic(table) for table in tables]
         with settings.connection.open("sparkherd-jdbc-to-kafka") as kafka:
             for topic in topics:

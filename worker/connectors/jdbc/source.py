@@ -15,19 +15,28 @@ time zone means the same instant to the bound the connector writes and to the ma
 reads back. A connection that fails is opened again `connection.attempts` times,
 `connection.backoff.ms` apart (Confluent's keys); any failure names the table and the
 server, never the password.
+
+No statement outlives its task for long. Each runs under `query.timeout.ms` (the
+session's `statement_timeout`; while the task starts, no longer than its start may still
+take). A stopped query's Python processes are killed by Spark, which PostgreSQL would
+notice only when it next writes to them (a `pg_sleep(3600)` ran on for the hour), so every
+session asks the server to look for its client while a statement runs
+(`client_connection_check_interval`, PostgreSQL 14 and later): a statement whose task
+was stopped, deleted, moved or killed with its worker ends within that interval.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 import psycopg2
+from psycopg2 import sql
+from psycopg2.extensions import QueryCanceledError
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
@@ -39,11 +48,19 @@ from worker.connectors.jdbc.connection import (
 )
 from worker.connectors.jdbc.positions import Mark, Mode, mark_from_key, mark_of, offset_of
 from worker.connectors.jdbc.queries import Column, TableQueries
+from worker.runtime.start_deadline import StartDeadline
 
 FORMAT: Final = "sparkherd-jdbc"
 SPEC_OPTION: Final = "table.spec"
 FETCH_ROWS: Final = 2_000
 """Rows a server-side cursor hands over at a time: a batch's rows are never all held."""
+QUERY_TIMEOUT_KEY: Final = "query.timeout.ms"
+QUERY_TIMEOUT_MS_DEFAULT: Final = 300_000
+CLIENT_CHECK_INTERVAL_MS: Final = 1_000
+"""How often the server looks, while a statement runs, whether its client is still
+there (`client_connection_check_interval`)."""
+CLIENT_CHECK_SINCE: Final = 140_000
+"""The server version (`server_version_num`) from which PostgreSQL has that setting."""
 
 Result = TypeVar("Result")
 
@@ -63,6 +80,7 @@ class TableSource:
     batch_max_rows: int
     attempts: int = 3
     backoff_ms: int = 10_000
+    query_timeout_ms: int = QUERY_TIMEOUT_MS_DEFAULT
 
     def options(self) -> dict[str, str]:
         """The data source's options; the password apart, under a key Spark redacts."""
@@ -75,6 +93,7 @@ class TableSource:
             "batch_max_rows": self.batch_max_rows,
             "attempts": self.attempts,
             "backoff_ms": self.backoff_ms,
+            "query_timeout_ms": self.query_timeout_ms,
         }
         options = {SPEC_OPTION: json.dumps(spec)}
         if self.database.password is not None:
@@ -105,6 +124,7 @@ class TableSource:
             spec["batch_max_rows"],
             spec["attempts"],
             spec["backoff_ms"],
+            spec["query_timeout_ms"],
         )
 
     @property
@@ -113,30 +133,50 @@ class TableSource:
 
     def failure(self, action: str, exc: BaseException) -> TableReadError:
         reason = self.database.hide(" ".join(str(exc).split()))
+        if isinstance(exc, QueryCanceledError):
+            reason += f" ({QUERY_TIMEOUT_KEY}={self.query_timeout_ms})"
         if isinstance(exc, DatabaseConnectionError):
             return TableReadError(f"Cannot {action} table {self.table!r}: {reason}")
         return TableReadError(f"Cannot {action} table {self.table!r} on {self.database}: {reason}")
 
-    def connect(self) -> Any:
-        """A connection for READ ONLY transactions in UTC, after up to `attempts` tries."""
-        for attempt in range(1, self.attempts + 1):
+    def connect(self, deadline: StartDeadline | None = None) -> Any:
+        """A connection for READ ONLY transactions in UTC, after up to `attempts` tries,
+        whose statements end within `query.timeout.ms`. A task's start passes its
+        `deadline`: the back-off waits on it, and a statement takes no longer than the
+        start may still take."""
+        deadline = deadline or StartDeadline()
+        attempt = 1
+        while True:
+            deadline.check()
             try:
                 connection = self.database.connect()
             except DatabaseConnectionError as exc:
                 if attempt == self.attempts:
                     raise self.failure("read", exc) from None
-                time.sleep(self.backoff_ms / 1000)
+                attempt += 1
+                deadline.wait(self.backoff_ms / 1000)
                 continue
             try:
-                connection.set_session(readonly=True)
-                with connection.cursor() as cursor:
-                    cursor.execute("SET TIME ZONE 'UTC'")
-                connection.commit()
+                self._set_up(connection, min(self.query_timeout_ms, deadline.remaining() * 1000))
             except psycopg2.Error as exc:
                 connection.close()
                 raise self.failure("read", exc) from None
             return connection
-        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _set_up(connection: Any, timeout_ms: float) -> None:
+        """The session's settings (see the module docstring), committed so they last."""
+        connection.set_session(readonly=True)
+        with connection.cursor() as cursor:
+            cursor.execute("SET TIME ZONE 'UTC'")
+            timeout = sql.Literal(f"{max(1, int(timeout_ms))}ms")
+            cursor.execute(sql.SQL("SET statement_timeout = {}").format(timeout))
+            if connection.server_version >= CLIENT_CHECK_SINCE:
+                interval = sql.Literal(f"{CLIENT_CHECK_INTERVAL_MS}ms")
+                cursor.execute(
+                    sql.SQL("SET client_connection_check_interval = {}").format(interval)
+                )
+        connection.commit()
 
     def next_mark(self, connection: Any, mark: Mark | None) -> Mark | None:
         """Where the next batch ends: the mark of the last of its rows (None: no row)."""
@@ -206,12 +246,15 @@ class TableStreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
     def _with_connection(self, use: Callable[[Any], Result]) -> Result:
         """`use` on the reader's connection; once more on a new one when the database
-        dropped it (a restart)."""
+        dropped it (a restart), not when the statement ran past `query.timeout.ms`."""
         for attempt in (1, 2):
             if self._connection is None:
                 self._connection = self._source.connect()
             try:
                 return use(self._connection)
+            except QueryCanceledError as exc:
+                self._close()
+                raise self._source.failure("read", exc) from None
             except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
                 self._close()
                 if attempt == 2:
