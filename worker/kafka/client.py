@@ -22,6 +22,7 @@ Transactions are the producer's: `start_transactions` makes it the producer of o
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
@@ -46,6 +47,7 @@ T = TypeVar("T")
 FETCH_MAX_RECORDS: Final = 50_000
 PROBE_WAIT_MS: Final = 1
 REQUEST_TIMEOUT_MS: Final = 30_000
+FETCH_STALL_S: Final = 2 * REQUEST_TIMEOUT_MS / 1000
 METADATA_POLL_S: Final = 0.1
 
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
@@ -250,7 +252,10 @@ class BlockingKafka:
         listed = await self._consumer.end_offsets(list(partitions))
         await self._assign_at({tp: max(0, listed[tp] - 1) for tp in partitions})
         ends: dict[TopicPartition, int] = {}
+        deadline = asyncio.get_running_loop().time() + REQUEST_TIMEOUT_MS / 1000
         while len(ends) < len(partitions):
+            if asyncio.get_running_loop().time() > deadline:
+                raise KafkaUnavailableError(f"Kafka at {self._bootstrap_servers}: no end offset")
             await self._consumer.getmany(*partitions, timeout_ms=PROBE_WAIT_MS, max_records=1)
             for tp in partitions:
                 end = self._fetched_end(tp)
@@ -276,12 +281,18 @@ class BlockingKafka:
         found = self._run(self._consumer.beginning_offsets(list(partitions)))
         return {tp: int(offset) for tp, offset in found.items()}
 
-    def fetch(self, tp: TopicPartition, start: int, end: int) -> Iterator[list[Record]]:
+    def fetch(
+        self, tp: TopicPartition, start: int, end: int, stall_s: float = FETCH_STALL_S
+    ) -> Iterator[list[Record]]:
         """The records at offsets [start, end), chunk by chunk; a gap the broker no longer
-        holds (retention) raises rather than being skipped."""
+        holds (retention) raises rather than being skipped, and so does a fetch that
+        moves no further for `stall_s` (the records below `end` are there to be had)."""
         self._run(self._assign_at({tp: start}))
-        position = start
+        position, moved_at = start, time.monotonic()
         while position < end:
+            if time.monotonic() - moved_at > stall_s:
+                stuck = f"{tp.topic}-{tp.partition} stuck at offset {position} for {stall_s:g} s"
+                raise KafkaUnavailableError(f"Kafka at {self._bootstrap_servers}: {stuck}")
             batches = self._run(
                 self._consumer.getmany(tp, timeout_ms=1000, max_records=FETCH_MAX_RECORDS)
             )
@@ -289,8 +300,9 @@ class BlockingKafka:
             if chunk:
                 position = chunk[-1].offset + 1
                 yield chunk
-            else:
-                position = int(self._run(self._consumer.position(tp)))
+                moved_at = time.monotonic()
+            elif (moved := int(self._run(self._consumer.position(tp)))) > position:
+                position, moved_at = moved, time.monotonic()
 
     def publish(self, topic: str, records: Sequence[Outgoing]) -> None:
         """Send every record and return once the broker acknowledged all of them

@@ -109,9 +109,11 @@ def inferred_type(spec: ConverterSpec, spark: SparkSession, samples: Sequence[by
 
 
 def _json_or_none(text: str) -> object | None:
+    """None for text that is no JSON, or JSON nested deeper than Python's parser goes (a
+    record of 100,000 `[` failed the start with a `RecursionError`)."""
     try:
         parsed: object = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return parsed
 

@@ -9,16 +9,18 @@ record fails the query with its topic, partition and offset in the message.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from aiokafka import TopicPartition
 from pyspark.sql.types import DataType, StructField, StructType
 
+from worker.kafka.client import FETCH_STALL_S, BlockingKafka, KafkaUnavailableError, Record
 from worker.kafka.connection import KafkaConnection
 from worker.records.converters.columns import decode, with_parses
-from worker.records.converters.spec import ConverterSpec, RecordConverters, Side
+from worker.records.converters.spec import ConverterSpec, RecordConverters, Side, schema_key
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -41,6 +43,19 @@ KAFKA_COLUMNS: Final = (
     "timestampType",
 )
 """Spark's Kafka schema, which the `source` view keeps with key and value converted."""
+SAMPLE_RECORD_MAX_BYTES: Final = 1 << 20
+"""A key or value larger than this is not sampled to infer a type from (Kafka's default
+`message.max.bytes` is about as much): parsing one, and inferring from it, takes the
+start as long as the record is large."""
+SAMPLE_MAX_BYTES: Final = 16 << 20
+"""All the keys or values sampled together, at most."""
+SAMPLE_WITHIN_S: Final = 30.0
+"""How long sampling may take; what was read by then is the sample."""
+
+
+class SampleUnavailableError(RuntimeError):
+    """No key or value could be sampled: every one read was too large, or none came in
+    time. The message names the setting that makes sampling unnecessary."""
 
 
 @dataclass(frozen=True)
@@ -125,20 +140,51 @@ def first_records(
     partitions: Sequence[TopicPartition],
     side: Side,
     limit: int,
+    within_s: float = SAMPLE_WITHIN_S,
 ) -> list[bytes]:
     """Up to `limit` non-null keys or values from the start of `partitions`: what a json
-    payload's type is inferred from when a task first starts."""
+    payload's type is inferred from when a task first starts. Bounded: one larger than
+    `SAMPLE_RECORD_MAX_BYTES` is passed over, and reading stops at `SAMPLE_MAX_BYTES` or
+    after `within_s` with what it has; one that has nothing for either reason raises
+    `SampleUnavailableError` rather than pass for an empty topic."""
     found: list[bytes] = []
+    passed_over = 0
+    deadline = time.monotonic() + within_s
     with connection.open("sparkherd-converter-sample") as kafka:
         starts = kafka.beginning_offsets(partitions)
         ends = kafka.end_offsets(partitions)
         for tp in partitions:
             end = min(ends[tp], starts[tp] + limit)
-            for chunk in kafka.fetch(tp, starts[tp], end) if end > starts[tp] else ():
-                for record in chunk:
-                    payload = record.key if side == "key" else record.value
-                    if payload is not None:
-                        found.append(payload)
-                if len(found) >= limit:
+            for chunk in _chunks(kafka, tp, starts[tp], end, deadline):
+                payloads = [r.key if side == "key" else r.value for r in chunk]
+                kept = [p for p in payloads if p is not None and len(p) <= SAMPLE_RECORD_MAX_BYTES]
+                passed_over += sum(p is not None for p in payloads) - len(kept)
+                found += kept
+                if len(found) >= limit or sum(map(len, found)) >= SAMPLE_MAX_BYTES:
                     return found[:limit]
+    if not found and passed_over:
+        raise SampleUnavailableError(
+            f"the first {passed_over} {side}s of the task's partitions are larger than "
+            f"{SAMPLE_RECORD_MAX_BYTES} bytes each, too large to infer the {side}'s type "
+            f"from: set {schema_key(side)} (a DDL such as `id LONG, name STRING`)"
+        )
+    if not found and time.monotonic() >= deadline:
+        raise SampleUnavailableError(
+            f"no {side} could be read to infer its type from within {within_s:g} s: set "
+            f"{schema_key(side)} (a DDL such as `id LONG, name STRING`)"
+        )
     return found
+
+
+def _chunks(
+    kafka: BlockingKafka, tp: TopicPartition, start: int, end: int, deadline: float
+) -> Iterator[list[Record]]:
+    """The partition's records in [start, end) that come before `deadline`."""
+    try:
+        for chunk in kafka.fetch(tp, start, end, min(FETCH_STALL_S, deadline - time.monotonic())):
+            yield chunk
+            if time.monotonic() >= deadline:
+                return
+    except KafkaUnavailableError:
+        if time.monotonic() < deadline:
+            raise
