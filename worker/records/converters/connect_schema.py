@@ -35,6 +35,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from worker.records.nesting import value_nesting_problem
+
 DATE: Final = "org.apache.kafka.connect.data.Date"
 TIMESTAMP: Final = "org.apache.kafka.connect.data.Timestamp"
 DECIMAL: Final = "org.apache.kafka.connect.data.Decimal"
@@ -104,7 +106,16 @@ def _connect_type(data_type: DataType) -> dict[str, Any]:
 
 
 def spark_type(schema: Mapping[str, Any]) -> DataType:
-    """The Spark type of a payload that an envelope's `schema` describes."""
+    """The Spark type of a payload that an envelope's `schema` describes. A schema comes
+    from a record, and is measured before it is walked: too deep, and the walk here or
+    pyspark's of the type it makes would exhaust Python's stack."""
+    too_deep = value_nesting_problem(schema)
+    if too_deep is not None:
+        raise UnmappableTypeError(too_deep)
+    return _spark_type(schema)
+
+
+def _spark_type(schema: Mapping[str, Any]) -> DataType:
     kind = schema.get("type")
     name = schema.get("name")
     if name == DATE and kind == "int32":
@@ -120,21 +131,21 @@ def spark_type(schema: Mapping[str, Any]) -> DataType:
         return _SPARK_PRIMITIVES[kind]
     if kind == "array":
         items = _part(schema, "items")
-        return ArrayType(spark_type(items), _optional(items))
+        return ArrayType(_spark_type(items), _optional(items))
     if kind == "map":
         keys, values = _part(schema, "keys"), _part(schema, "values")
         if keys.get("type") != "string":
             raise UnmappableTypeError(
                 f"a map's keys must be strings to read it into Spark, not {keys.get('type')}"
             )
-        return MapType(StringType(), spark_type(values), _optional(values))
+        return MapType(StringType(), _spark_type(values), _optional(values))
     if kind == "struct":
         fields = schema.get("fields")
         if not isinstance(fields, list):
             raise UnmappableTypeError("a struct schema needs a 'fields' list")
         return StructType(
             [
-                StructField(str(field["field"]), spark_type(field), _optional(field))
+                StructField(str(field["field"]), _spark_type(field), _optional(field))
                 for field in fields
                 if isinstance(field, Mapping) and "field" in field
             ]

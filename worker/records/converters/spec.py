@@ -22,6 +22,7 @@ from typing import Final, Literal, get_args
 from pydantic import BaseModel, Field
 
 from worker.plugins.api import ConfigProblem, ConnectorConfigError, Settings, parse_config
+from worker.records.nesting import ddl_nesting_problem, json_nesting_problem
 
 Side = Literal["key", "value"]
 SIDES: Final[tuple[Side, ...]] = get_args(Side)
@@ -320,6 +321,8 @@ def _schema_ddl(
         )
     elif direction == "write":
         problems.add(key, "a connector that writes Kafka encodes its rows' own schema")
+    elif (too_deep := ddl_nesting_problem(text)) is not None:
+        problems.add(key, too_deep)
     return text.strip() or None
 
 
@@ -370,6 +373,8 @@ def _schema_id(text: str | None, key: str, problems: _Problems) -> int | None:
 def avro_json_problem(schema: str) -> str | None:
     """What keeps `schema` from being an Avro schema at all (it is JSON: a type name,
     an object with a `type`, or a union list), before Avro's own parser judges it."""
+    if (too_deep := json_nesting_problem(schema)) is not None:
+        return too_deep
     try:
         parsed = json.loads(schema)
     except ValueError as exc:
