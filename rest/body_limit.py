@@ -1,9 +1,15 @@
-"""Refuse request bodies larger than a config record can be.
+"""Refuse request bodies larger than a config record can be, or nested deeper than the
+worker walks.
 
 A connector config travels as one record on the config topic, and Kafka brokers refuse
 records above about 1 MB by default; a larger body could never be stored, and reading it
 whole would only cost the worker memory. So it is refused (413) before any handler runs,
 whether it declares its length or streams it in chunks.
+
+A body within that size can still nest a million levels (`[[[[...`): the JSON parser gives
+up on it with an error that names nothing, and one it does parse (an offset nested 900
+levels) reaches checks that walk it recursively. So a body nested deeper than
+`MAX_NESTING` is a 400 before it is parsed.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rest.errors import error_response
+from worker.records.nesting import json_nesting_problem
 
 MAX_BODY_BYTES = 1_000_000
 
@@ -41,6 +48,10 @@ class BodyLimit:
                 return
             more = message.get("more_body", False)
         body = b"".join(chunks)
+        too_deep = json_nesting_problem(body)
+        if too_deep is not None:
+            await error_response(400, f"Request body {too_deep}")(scope, receive, send)
+            return
         replayed = False
 
         async def replay() -> Message:
