@@ -7,7 +7,9 @@ The worker runs with PostgreSQL credentials in its environment (`PGPASSWORD`,
 a worker that once ran `psql` might. No connector may send that password anywhere nor
 answer a clear-text password request from a server that is not verified: libpq's
 (`jdbc-to-kafka`, `kafka-to-jdbc`) and the JVM driver's (`kafka-to-iceberg`'s jdbc
-catalog) alike. And `iceberg.catalog.uri` takes only what `connection.url` takes.
+catalog) alike: a PostgreSQL that asks TLS clients for the password in clear text gets
+it when the connector verifies it (`sslmode=verify-full`) and not otherwise. And
+`iceberg.catalog.uri` takes only what `connection.url` takes.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ import pytest
 
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cleartext_password_server import CleartextPasswordServer
-from tests.support.kafka_topics import new_topic, produce
+from tests.support.kafka_topics import new_topic, produce, read_topic
 from tests.support.polling import wait_until
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, running_postgres
 from tests.support.processes import WorkerProcess, ready_worker
-from worker.kafka.client import Outgoing
+from tests.support.tls_postgres import serve_tls_with_clear_text_passwords
+from worker.kafka.client import Outgoing, Record
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
@@ -35,6 +38,13 @@ TIMEOUT_S = 180
 CONNECTOR_PASSWORD = "connector-pw-never-in-clear"
 LIBPQ_REFUSAL = 'authentication method requirement "!password,!gss,!sspi" failed'
 PGJDBC_REFUSAL = "Authentication method is not allowed by requireAuth"
+
+
+def records(broker: EmbeddedBroker, topic: str) -> list[Record]:
+    try:
+        return read_topic(broker.bootstrap_servers, topic, "read_committed")
+    except Exception:  # the task has not created the topic yet
+        return []
 
 
 @dataclass
@@ -62,9 +72,13 @@ class Setting:
         found: str = wait_until(trace, TIMEOUT_S, what=f"{name}'s task to fail")
         return found
 
-    def connectors(self, url: str, user: str, password: str | None) -> dict[str, dict[str, str]]:
+    def connectors(
+        self, url: str, user: str, password: str | None, prefix: str | None = None
+    ) -> dict[str, dict[str, str]]:
         """A `jdbc-to-kafka`, a `kafka-to-jdbc` and a `kafka-to-iceberg` with a jdbc
-        catalog, each at `url` as `user` (their names: `user` and the plugin's)."""
+        catalog, each at `url` as `user`, named `<prefix>-source|sink|lake` (`prefix`:
+        the user by default)."""
+        prefix = prefix or user
         login = {"connection.url": url, "connection.user": user}
         if password is not None:
             login["connection.password"] = password
@@ -72,34 +86,37 @@ class Setting:
             "iceberg.catalog.type": "jdbc",
             "iceberg.catalog.uri": url,
             "iceberg.catalog.jdbc.user": user,
-            "iceberg.catalog.warehouse": str(self.root / f"{user}-lake"),
+            "iceberg.catalog.warehouse": str(self.root / f"{prefix}-lake"),
             "iceberg.tables": "shop.orders",
         }
         if password is not None:
             catalog["iceberg.catalog.jdbc.password"] = password
         kafka = {"kafka.bootstrap.servers": self.broker.bootstrap_servers}
         return {
-            f"{user}-source": {
+            f"{prefix}-source": {
                 "connector.class": "jdbc-to-kafka",
                 **login,
                 **kafka,
                 "table.whitelist": "orders",
                 "mode": "incrementing",
                 "incrementing.column.name": "id",
-                "topic.prefix": f"{user}-",
+                "topic.prefix": f"{prefix}-",
+                "topic.creation.default.partitions": "1",
+                "topic.creation.default.replication.factor": "-1",
                 "connection.attempts": "1",
             },
-            f"{user}-sink": {
+            f"{prefix}-sink": {
                 "connector.class": "kafka-to-jdbc",
                 **login,
                 **kafka,
                 "topics": self.topic,
                 "key.converter": "string",
                 "value.converter": "json",
+                "value.converter.schemas.enable": "false",
                 "value.schema": "id LONG, item STRING",
                 "auto.create": "true",
             },
-            f"{user}-lake": {
+            f"{prefix}-lake": {
                 "connector.class": "kafka-to-iceberg",
                 **catalog,
                 **kafka,
@@ -214,3 +231,64 @@ def test_the_catalog_uri_takes_what_connection_url_takes(setting: Setting, param
     [entry] = [c for c in validated["configs"] if c["value"]["name"] == "iceberg.catalog.uri"]
     assert entry["value"]["errors"], validated
     assert not Path("/tmp/sparkherd-catalog.log").exists()
+
+
+@pytest.fixture(scope="module")
+def tls_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PostgresServer, Path]]:
+    """A PostgreSQL that asks TLS clients for the password in clear text, and its CA."""
+    with running_postgres() as server:
+        ca = serve_tls_with_clear_text_passwords(server, tmp_path_factory.mktemp("pg-ca"))
+        server.execute("CREATE TABLE orders (id INT PRIMARY KEY, item TEXT)")
+        server.execute("INSERT INTO orders SELECT g, 'item-' || g FROM generate_series(1, 3) g")
+        yield server, ca
+
+
+def test_a_clear_text_password_goes_to_a_verified_server_only(
+    setting: Setting, tls_postgres: tuple[PostgresServer, Path]
+) -> None:
+    """Over TLS with the server verified (`sslmode=verify-full`) each connector answers
+    the request and works; over TLS without (`sslmode=require`) none does."""
+    server, ca = tls_postgres
+    verified = setting.connectors(
+        f"{server.jdbc_url}?sslmode=verify-full&sslrootcert={ca}",
+        server.user,
+        server.password,
+        "verified",
+    )
+    unverified = setting.connectors(
+        f"{server.jdbc_url}?sslmode=require&sslrootcert={ca}",
+        server.user,
+        server.password,
+        "unverified",
+    )
+    for name, config in {**verified, **unverified}.items():
+        answer = setting.create(name, config)
+        assert answer.status_code == 201, answer.text
+
+    def work_done() -> dict[str, object]:
+        """What each verified connector did, which it could not have done unless logged in."""
+        sink_table = f'"{setting.topic}"'
+        return {
+            "source": len(records(setting.broker, "verified-orders")) == 3,
+            "sink": server.execute("SELECT to_regclass(%s)", [sink_table])[0][0] is not None,
+            "lake": server.execute("SELECT to_regclass('iceberg_tables')")[0][0] is not None,
+            "states": {
+                name: setting.call("GET", f"/connectors/{name}/status").json()["tasks"]
+                for name in verified
+            },
+        }
+
+    try:
+        traces = {name: setting.failed_trace(name) for name in unverified}
+        assert LIBPQ_REFUSAL in traces["unverified-source"], traces["unverified-source"][:2000]
+        assert LIBPQ_REFUSAL in traces["unverified-sink"], traces["unverified-sink"][:2000]
+        assert PGJDBC_REFUSAL in traces["unverified-lake"], traces["unverified-lake"][:2000]
+        wait_until(
+            work_done,
+            TIMEOUT_S,
+            what="the verified connectors to log in and work",
+            until=lambda done: all(done[key] for key in ("source", "sink", "lake")),
+        )
+    finally:
+        for name in {**verified, **unverified}:
+            setting.call("DELETE", f"/connectors/{name}")
