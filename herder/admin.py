@@ -9,7 +9,9 @@ left it (`ConfigStore.planned`) and stages its records (and, for a started conne
 its task configs); then the batch's records are made durable together, and each write
 answers once its own are acknowledged and read back, not once the rebalance and the task
 starts they cause are done. A write computes only its own connector's task configs: the
-leader's next round reconciles them all.
+leader's next round reconciles them all; a plugin that does not give them within a few
+seconds (it may ask an address that never answers) is not waited for longer: the write
+goes on without them (`herder.task_configs.ANSWER_WAIT_S`).
 """
 
 from __future__ import annotations
@@ -204,10 +206,11 @@ class ClusterAdmin:
             await asyncio.to_thread(
                 self._plugins.admit, full, others, will_run=state is not TargetState.STOPPED
             )
+            records = connector_records(name, full, target_state)
+            planned = self._configs.planned(*records)
+            records += await self._task_configs.records(name, planned, refuse=True)
         except ValueError as exc:
             raise InvalidConnectorConfig(str(exc)) from exc
-        records = connector_records(name, full, target_state)
-        records += await self._task_configs.records(name, self._configs.planned(*records))
         durable = await self._configs.stage(records)
         return self._once_durable(durable, self._view(self._configs.planned(), name))
 

@@ -6,12 +6,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Final
 
 from herder.config_records import ConfigRecord, ConfigSnapshot, TargetState, task_config_records
 from herder.config_store import ConfigStore
 from herder.runtime import ConnectorPlugins
 
 log = logging.getLogger(__name__)
+
+ANSWER_WAIT_S: Final = 5.0
+"""How long a write in the request lane, or a step of the group loop, waits for a plugin's
+task configs. A plugin may ask the outside world (a Kafka sink lists its topics'
+partitions), and an address a REST caller names may never answer: a create then held the
+request lane for a minute, every other write behind it. Past this, the write or step goes
+on without them, and the plugin's answer, whenever it comes, is used the next time the
+connector's task configs are reconciled."""
+PLUGIN_THREADS: Final = 4
+"""Threads that ask plugins, apart from the event loop's default executor, so that
+plugins waiting on addresses that never answer cannot hold the threads every other
+blocking call of the herder needs."""
 
 
 class TaskConfigWriter:
@@ -32,6 +46,10 @@ class TaskConfigWriter:
         self._refreshed_at: dict[str, float] = {}
         self._asked: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
         """Per connector: the config its plugin was last asked about, and its answer."""
+        self._asking: dict[str, tuple[dict[str, str], asyncio.Future[list[dict[str, str]]]]] = {}
+        """Per connector: a question to its plugin whose answer nobody has taken yet (one
+        not answered within `ANSWER_WAIT_S`): asked again, the plugin is not asked twice."""
+        self._threads = ThreadPoolExecutor(PLUGIN_THREADS, thread_name_prefix="task-configs")
 
     async def reconcile(self, only: Collection[str] | None = None, *, ask: bool = False) -> None:
         """Make every started connector's (or `only` those connectors') task configs
@@ -43,11 +61,15 @@ class TaskConfigWriter:
                 if records:
                     await self._configs.write(records)
 
-    async def records(self, name: str, planned: ConfigSnapshot) -> list[ConfigRecord]:
+    async def records(
+        self, name: str, planned: ConfigSnapshot, *, refuse: bool = False
+    ) -> list[ConfigRecord]:
         """The records that make `name`'s task configs what `planned` asks for, if any:
         a write of the request lane stages them with its own (`ConfigStore.stage`), in
-        one go, so the loop never reads its connector without its task configs."""
-        return await self._records(name, planned, ask=False)
+        one go, so the loop never reads its connector without its task configs (unless
+        its plugin does not answer in time). With `refuse`, the plugin's `ValueError`
+        (task configs too large for the config topic, say) is raised."""
+        return await self._records(name, planned, ask=False, refuse=refuse)
 
     async def refresh_due(self) -> None:
         """Reconcile the connectors whose `task_configs_refresh_ms` is due."""
@@ -64,7 +86,7 @@ class TaskConfigWriter:
             await self.reconcile(only=due, ask=True)
 
     async def _records(
-        self, name: str, snapshot: ConfigSnapshot, *, ask: bool
+        self, name: str, snapshot: ConfigSnapshot, *, ask: bool, refuse: bool = False
     ) -> list[ConfigRecord]:
         """The records that make `name`'s task configs what its plugin wants, if they
         differ from the committed ones. The plugin is not asked again while the config it
@@ -75,20 +97,43 @@ class TaskConfigWriter:
         committed = list(snapshot.task_configs.get(name, ()))
         if not ask and self._asked.get(name) == (config, committed):
             return []
-        wanted = await self._wanted(name, config)
+        wanted = await self._wanted(name, config, refuse=refuse)
         if wanted is None or committed == wanted:
             return []
         log.info("connector %s: task configs changed; %d tasks now", name, len(wanted))
         return task_config_records(name, wanted)
 
-    async def _wanted(self, name: str, config: Mapping[str, str]) -> list[dict[str, str]] | None:
+    async def _wanted(
+        self, name: str, config: Mapping[str, str], *, refuse: bool
+    ) -> list[dict[str, str]] | None:
         """A plugin may look at the outside world to split its work, so it is asked off
-        the event loop; None if it failed."""
+        the event loop, and waited for `ANSWER_WAIT_S` at most; None if it failed or did
+        not answer in time. With `refuse`, its `ValueError` is raised."""
         self._refreshed_at[name] = self._clock()
+        asking = self._asking.get(name)
+        if asking is None or asking[0] != config:
+            question = asyncio.get_running_loop().run_in_executor(
+                self._threads, self._plugins.task_configs, config
+            )
+            question.add_done_callback(lambda done: done.cancelled() or done.exception())
+            asking = self._asking[name] = (dict(config), question)
         try:
-            wanted = await asyncio.to_thread(self._plugins.task_configs, config)
+            wanted = await asyncio.wait_for(asyncio.shield(asking[1]), ANSWER_WAIT_S)
+        except TimeoutError:
+            log.warning(
+                "connector %s: its plugin gave no task configs within %g s (it may be waiting "
+                "for an address that does not answer); they are reconciled once it does",
+                name,
+                ANSWER_WAIT_S,
+            )
+            return None
         except Exception as exc:
+            if refuse and isinstance(exc, ValueError):
+                raise
             log.error("connector %s: cannot compute task configs: %s", name, exc)
             return None
+        finally:
+            if asking[1].done() and self._asking.get(name) is asking:
+                del self._asking[name]
         self._asked[name] = (dict(config), wanted)
         return wanted
