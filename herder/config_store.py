@@ -196,7 +196,7 @@ class ConfigStore:
             refusal = self._refusal(key, value)
             if refusal is None:
                 self._replay.apply(key, value)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             refusal = f"not a record of this topic ({type(exc).__name__}: {exc})"
         if refusal is not None:
             self.refused_records += 1

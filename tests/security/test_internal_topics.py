@@ -232,6 +232,7 @@ async def test_a_forged_task_config_is_not_applied(
         ("connector-x", {"no": "properties"}),
         ("target-state-x", {"state": "EXPLODED"}),
         ("commit-x", {"tasks": "many"}),
+        ("connector-x", b'{"properties": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
         (b"connector-\xff", b"{}"),
     ],
     ids=[
@@ -242,6 +243,7 @@ async def test_a_forged_task_config_is_not_applied(
         "no-properties",
         "unknown-target-state",
         "task-count-not-a-number",
+        "nested-past-the-parser",
         "key-not-utf8",
     ],
 )
