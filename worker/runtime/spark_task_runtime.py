@@ -251,8 +251,9 @@ class SparkTaskRuntime(CheckpointOffsets):
     async def stop_task(self, task_id: ConnectorTaskId) -> None:
         """Stop the task's query and forget the task; reports it UNASSIGNED.
 
-        Waits at most `shutdown_timeout_ms` (a start still in flight is waited for
-        within the same bound), half of it for a batch in flight to finish. A query
+        Waits at most `shutdown_timeout_ms` (a start still in flight is cancelled, through
+        its `TaskContext.deadline`, and waited for within the same bound; the query it
+        still yields is stopped), half of it for a batch in flight to finish. A query
         that takes longer keeps stopping in the background: the herder must not hang on
         one task, and should the task's next owner start before this query ends, Spark's
         checkpoint and file-sink logs let only one of the two commit each batch, so the
