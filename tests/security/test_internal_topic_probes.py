@@ -84,6 +84,20 @@ def test_no_source_writes_one(victim: Victim) -> None:
         refused(victim.create("forger", config), "topic", topic)
 
 
+def test_no_table_is_published_into_one(victim: Victim) -> None:
+    group = victim.config_topic.removesuffix("configs")
+    config = {
+        "connector.class": "jdbc-to-kafka",
+        "kafka.bootstrap.servers": victim.servers,
+        "connection.url": "jdbc:postgresql://127.0.0.1:5432/shop",
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "table.whitelist": "orders,status",
+        "topic.prefix": group,
+    }
+    refused(victim.create("rows", config), "topic.prefix", victim.status_topic)
+
+
 def test_no_dead_letter_queue_is_one(victim: Victim) -> None:
     config = victim.files_sink(
         "dlq",

@@ -108,6 +108,29 @@ def test_a_source_may_not_write_an_internal_topic(
     assert list(refused_keys(plugins, files_source(tmp_path, topic))) == ["topic"]
 
 
+@pytest.mark.parametrize(
+    "tables", [{"table.whitelist": "orders,status"}, {"query": "SELECT 1 AS id"}]
+)
+def test_a_topic_prefix_may_not_make_an_internal_topic(
+    plugins: RegistryPlugins, tables: dict[str, str]
+) -> None:
+    """`topic.prefix` + a table's name, or a query's `topic.prefix` alone."""
+    prefix = "sh-" if "table.whitelist" in tables else "sh-status"
+    config = {
+        "name": "rows",
+        "connector.class": "jdbc-to-kafka",
+        "kafka.bootstrap.servers": "127.0.0.1:9092",
+        "connection.url": "jdbc:postgresql://127.0.0.1:5432/shop",
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "topic.prefix": prefix,
+        **tables,
+    }
+    problems = refused_keys(plugins, config)
+    assert list(problems) == ["topic.prefix"]
+    assert "'sh-status'" in problems["topic.prefix"]
+
+
 def test_a_connector_cannot_give_itself_another_list_of_internal_topics(
     plugins: RegistryPlugins, tmp_path: Path
 ) -> None:

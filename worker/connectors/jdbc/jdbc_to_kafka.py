@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import reduce
 from pathlib import Path
@@ -380,6 +380,11 @@ class JdbcToKafkaConnector(Connector):
             {**config, TABLES_KEY: json.dumps(tables)}
             for tables in split_tables(settings.tables, max_tasks)
         ]
+
+    def kafka_topics(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
+        """The topic of each table (`topic.prefix` + its name), or the query's."""
+        settings = parse_config(JdbcToKafkaSettings, config)
+        return {"topic.prefix": [settings.topic(table) for table in settings.tables]}
 
     def create_task(self) -> Task:
         return JdbcToKafkaTask()
