@@ -17,7 +17,6 @@ the worker's value of that one wins over a connector's.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,8 +54,6 @@ from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_ta
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-log = logging.getLogger(__name__)
 
 
 class TaskConfigsUnavailable(RuntimeError):
@@ -227,10 +224,11 @@ class RegistryPlugins:
         will_run: bool = True,
     ) -> None:
         """Raise `ValueError` unless `config` may be stored beside the `others` (every
-        other connector's config, by name). Blocking: it may ask Spark and, to bound the
-        task configs, the outside world. A config whose tasks' checkpoints were made for
-        other values is refused only if it `will_run` (not STOPPED): stopped, the
-        connector's offsets can be reset first, as Connect's are (KIP-875, KIP-980)."""
+        other connector's config, by name). Blocking: it may ask Spark. A config whose
+        tasks' checkpoints were made for other values is refused only if it `will_run`
+        (not STOPPED): stopped, the connector's offsets can be reset first, as Connect's
+        are (KIP-875, KIP-980). The task configs, which may ask the outside world, are the
+        write's to compute, within its bound (`herder.task_configs`)."""
         connector = self._plugin(config)
         problems = self.problems(connector, config, spark=False)
         resolved = self.resolve(config) if not problems else dict(config)
@@ -248,12 +246,6 @@ class RegistryPlugins:
             problems += self._unfit_checkpoints(name, resolved)
         if problems:
             raise ConnectorConfigError(self._masked(problems, config))
-        try:
-            self.task_configs(config)
-        except ValueError:
-            raise
-        except Exception as exc:  # the outside world, e.g. an unreachable source cluster
-            log.warning("Could not compute task configs to check their size now: %s", exc)
 
     def checkpoint_fingerprint(self, resolved: Mapping[str, str]) -> dict[str, str]:
         """What the tasks' checkpoints of the `resolved` config are bound to
