@@ -24,6 +24,7 @@ since the URL is shown as it is.
 
 from __future__ import annotations
 
+import math
 import os
 import pwd
 import re
@@ -230,10 +231,11 @@ class JdbcDatabase:
         """`text` without the password (a driver's message could quote it)."""
         return hide(text, {self.password: HIDDEN} if self.password else {})
 
-    def connect(self) -> Any:
+    def connect(self, within_s: float = math.inf) -> Any:
         """A new psycopg2 connection (not in autocommit: every statement is in the
         transaction the caller commits), with nothing of the worker's environment
-        (`login_policy`). The caller closes it."""
+        (`login_policy`), given up after `within_s` (whole seconds, as libpq counts them)
+        if that is sooner than `connect_timeout`. The caller closes it."""
         import psycopg2
 
         unsafe = environment_problems(os.environ)
@@ -247,6 +249,8 @@ class JdbcDatabase:
         keywords = libpq_keywords(
             libpq_parameters(self.url, self.user, self.password), self.user or self._os_user()
         )
+        if within_s < int(keywords["connect_timeout"]):
+            keywords["connect_timeout"] = str(max(1, math.ceil(within_s)))
         try:
             return psycopg2.connect(**keywords)
         except psycopg2.Error as exc:

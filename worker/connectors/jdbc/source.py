@@ -149,7 +149,7 @@ class TableSource:
         while True:
             deadline.check()
             try:
-                connection = self.database.connect()
+                connection = self.database.connect(deadline.remaining())
             except DatabaseConnectionError as exc:
                 if attempt == self.attempts:
                     raise self.failure("read", exc) from None
