@@ -51,6 +51,7 @@ from worker.plugins.api import (
 from worker.plugins.internal_topics import internal_topics
 from worker.records.converters.payload_types import SAMPLE_RECORDS, declared_type, task_payload_type
 from worker.records.converters.records import (
+    SAMPLE_WITHIN_S,
     PayloadTypes,
     decode_records,
     failing_on_errors,
@@ -267,7 +268,14 @@ def sink_records(
             spec,
             session,
             context.checkpoint_dir,
-            partial(first_records, settings.connection, assigned, spec.side, SAMPLE_RECORDS),
+            partial(
+                first_records,
+                settings.connection,
+                assigned,
+                spec.side,
+                SAMPLE_RECORDS,
+                min(SAMPLE_WITHIN_S, context.deadline.remaining()),
+            ),
         )
         for spec in converters
     )
