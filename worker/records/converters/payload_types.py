@@ -21,6 +21,7 @@ from pyspark.sql.types import BinaryType, DataType, StringType
 from worker.plugins.api import ConfigProblem, ConnectorConfigError
 from worker.records.converters.connect_schema import UnmappableTypeError, spark_type
 from worker.records.converters.spec import ConverterSpec, schema_key
+from worker.records.nesting import value_nesting_problem
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -78,14 +79,19 @@ def _avro_type(spec: ConverterSpec, spark: SparkSession) -> DataType:
         return empty.select(decode(spec, f.col("raw"), None).value.alias("v")).schema[0].dataType
     except SparkAvroMissingError as exc:
         raise ConnectorConfigError([ConfigProblem(exc.key, exc.problem)]) from None
+    except Exception as exc:  # spark-avro's own refusal, e.g. a recursive record
+        reason = _avro_reason(exc)
+        problem = ConfigProblem(schema_setting, f"an Avro schema Spark cannot read: {reason}")
+        raise ConnectorConfigError([problem]) from None
 
 
 def _avro_reason(error: BaseException) -> str:
-    """The parser's own message, without py4j's wrapping."""
+    """The parser's own message, without py4j's wrapping, on one line and without the
+    schema that spark-avro echoes after it."""
     java = getattr(error, "java_exception", None)
-    if java is not None:
-        return str(java.getMessage())
-    return _first_line(error)
+    if java is None:
+        return _first_line(error)
+    return " ".join(str(java.getMessage()).split()).split(": {")[0]
 
 
 def inferred_type(spec: ConverterSpec, spark: SparkSession, samples: Sequence[bytes]) -> DataType:
@@ -101,6 +107,7 @@ def inferred_type(spec: ConverterSpec, spark: SparkSession, samples: Sequence[by
                 except UnmappableTypeError as exc:
                     raise ValueError(f"{spec.key}: the records' envelope schema: {exc}") from None
         raise NoSampleError(_no_sample(spec, "a record with an envelope schema"))
+    parsed = [value for value in parsed if value_nesting_problem(value) is None]
     if not parsed:
         raise NoSampleError(_no_sample(spec, "a JSON record"))
     lines = [json.dumps({WRAPPER_FIELD: value}) for value in parsed]
