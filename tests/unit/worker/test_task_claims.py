@@ -29,9 +29,13 @@ def test_epochs_keep_growing_when_the_group_generation_starts_again(tmp_path: Pa
 
 
 def test_concurrent_claims_never_share_an_epoch(tmp_path: Path) -> None:
+    """Epochs may skip a number: a claimer whose new file was pruned by faster claimers
+    before it could check (`_pruned_already`) takes a later one, and nobody holds the
+    number it gave up (about 1 run in 150 under this much contention)."""
     with ThreadPoolExecutor(max_workers=8) as pool:
         claims = list(pool.map(lambda i: claim(tmp_path, f"w:{i}", 1), range(40)))
-    assert sorted(c.epoch for c in claims) == list(range(1, 41))
+    epochs = [c.epoch for c in claims]
+    assert len(set(epochs)) == len(epochs) == 40
     assert [c for c in claims if c.fenced_by() is None] == [max(claims, key=lambda c: c.epoch)]
 
 
