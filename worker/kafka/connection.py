@@ -27,6 +27,10 @@ from worker.kafka.security import (
 from worker.plugins.api import NonEmptyStr
 
 CONNECTOR_PREFIX: Final = "kafka."
+CLIENT_FILE_KEYS: Final = tuple(
+    f"{CONNECTOR_PREFIX}ssl.{store}.location" for store in ("truststore", "keystore")
+)
+"""A connector's own settings that name files on the worker for its Kafka clients."""
 
 
 def same_cluster(connector_servers: str, worker_servers: str) -> bool:

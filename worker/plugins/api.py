@@ -203,6 +203,13 @@ class Connector(ABC):
         Called only with a config `validate` accepted. None by default."""
         return None
 
+    def client_files(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
+        """Files on the worker that `config` (resolved, accepted by `validate`) names for
+        its clients to read, by the key that names them, beyond `kafka.ssl.*.location`
+        (which the framework knows): e.g. the TLS files of a database URL. The framework
+        holds them to `connector.allowed.paths`. None by default."""
+        return {}
+
     def kafka_topics(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
         """The Kafka topics `config` (a connector's or a task's, resolved, accepted by
         `validate`) names to read, write or dead-letter into, by the key that names them.

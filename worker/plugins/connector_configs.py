@@ -22,23 +22,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.config.providers import ConfigProviderError, ConfigProviders, has_placeholder, hide
+from worker.kafka.connection import CLIENT_FILE_KEYS, same_cluster
 from worker.kafka.connection import CONNECTOR_PREFIX as CONNECTOR_KAFKA_PREFIX
-from worker.kafka.connection import same_cluster
 from worker.kafka.security import ClientRole, security_settings
 from worker.plugins.api import (
-    WHOLE_CONFIG,
     ConfigProblem,
     Connector,
     ConnectorConfigError,
     parse_config,
     secret_keys,
 )
+from worker.plugins.checkpoint_fit import checkpoint_fingerprint, unfit_checkpoints
 from worker.plugins.internal_topics import (
     INTERNAL_TOPICS_KEY,
     internal_topic_problems,
     internal_topics,
 )
-from worker.plugins.locations import Locations, location_problems, normal_form, placed_locations
+from worker.plugins.locations import (
+    Locations,
+    file_problems,
+    location_problems,
+    placed_locations,
+)
 from worker.plugins.registry import (
     CONNECTOR_CLASS,
     FrameworkSettings,
@@ -49,8 +54,6 @@ from worker.plugins.registry import (
 )
 from worker.plugins.stored_task_configs import stored_task_configs
 from worker.records.converters.spec import inherit_converters
-from worker.runtime.checkpoint_fingerprint import fingerprint, unfit, ways_forward
-from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -120,6 +123,7 @@ class RegistryPlugins:
             self._allowed_paths,
         )
         problems += self._topic_problems(connector(), resolved)
+        problems += self._client_file_problems(connector(), raw, resolved)
         if problems:
             raise ConnectorConfigError(self._masked(problems, raw))
         return {**resolved, **forms}
@@ -239,60 +243,20 @@ class RegistryPlugins:
             self._cwd,
             self._allowed_paths,
         )
+        if not problems:
+            problems += self._client_file_problems(connector(), config, resolved)
         name = config.get("name")
         if not problems:
             problems += self._spark_problems(connector, resolved)
         if not problems and will_run and name:
-            problems += self._unfit_checkpoints(name, resolved)
+            made_for = self.checkpoint_fingerprint(resolved)
+            problems += unfit_checkpoints(self._checkpoint_root, name, made_for)
         if problems:
             raise ConnectorConfigError(self._masked(problems, config))
 
     def checkpoint_fingerprint(self, resolved: Mapping[str, str]) -> dict[str, str]:
-        """What the tasks' checkpoints of the `resolved` config are bound to
-        (`Connector.checkpoint_keys`), as `worker.runtime.checkpoint_fingerprint` records it."""
-        connector = self._plugin(resolved)
-        locations = {*connector.output_path_keys, *connector.input_path_keys}
-        return fingerprint(
-            {
-                key: self._normal(value) if key in locations else value
-                for key in connector.checkpoint_keys
-                if (value := resolved.get(key))
-            }
-        )
-
-    def _normal(self, location: str) -> str:
-        """The location as the checks judge it; text they refuse is compared as it is."""
-        try:
-            return normal_form(location, self._cwd)
-        except ValueError:
-            return location
-
-    def _unfit_checkpoints(self, name: str, resolved: Mapping[str, str]) -> list[ConfigProblem]:
-        """The problem if a task checkpoint of the connector `name` (kept by name, across
-        delete and re-create) was made for other values than `resolved` has."""
-        checkpoints = {
-            task: checkpoint_dir_for(self._checkpoint_root, name, task)
-            for task in checkpointed_tasks(self._checkpoint_root, name)
-        }
-        by_task = unfit(checkpoints, self.checkpoint_fingerprint(resolved))
-        if not by_task:
-            return []
-        changed = sorted({key for keys in by_task.values() for key in keys})
-        tasks = ", ".join(str(task) for task in sorted(by_task))
-        which = (
-            f"checkpoint of task {tasks} of connector {name} was"
-            if len(by_task) == 1
-            else f"checkpoints of tasks {tasks} of connector {name} were"
-        )
-        return [
-            ConfigProblem(
-                changed[0] if len(changed) == 1 else WHOLE_CONFIG,
-                f"the {which} made for another {', '.join(changed)} (checkpoints are kept "
-                "by connector name, across delete and re-create): its tasks would resume "
-                "from positions that do not fit and fail at every start. "
-                + ways_forward(name, changed),
-            )
-        ]
+        """What the tasks' checkpoints of the `resolved` config are bound to."""
+        return checkpoint_fingerprint(self._plugin(resolved), resolved, self._cwd)
 
     def hide(self, text: str, *configs: Mapping[str, str]) -> str:
         """`text` (an error, a trace) with every value a placeholder of `configs`
@@ -362,6 +326,15 @@ class RegistryPlugins:
         except ConnectorConfigError as exc:
             return list(exc.problems)
         return internal_topic_problems(named, internal_topics(resolved))
+
+    def _client_file_problems(
+        self, plugin: Connector, raw: Mapping[str, str], resolved: Mapping[str, str]
+    ) -> list[ConfigProblem]:
+        """The files the config's own settings name for its clients (not those of the
+        worker's Kafka login, which it inherits), held to the rules of what it reads."""
+        own = {key: [resolved[key]] for key in CLIENT_FILE_KEYS if raw.get(key)}
+        files = {**own, **plugin.client_files(resolved)}
+        return file_problems(files, self._checkpoint_root, self._cwd, self._allowed_paths)
 
     def _locations(self, connector: type[Connector], resolved: Mapping[str, str]) -> Locations:
         def pick(keys: tuple[str, ...]) -> dict[str, str]:

@@ -166,6 +166,26 @@ def placed_locations(
     return forms, problems
 
 
+def file_problems(
+    files: Mapping[str, Iterable[str]],
+    checkpoint_root: Path,
+    cwd: Path,
+    allowed_roots: Sequence[str] = (),
+) -> list[ConfigProblem]:
+    """Files on the worker that a connector's clients read (TLS keys, certificates, trust
+    stores), by the key that names them, held to the rules of a location it reads: with
+    `connector.allowed.paths`, a connector presents no key file outside it as its own
+    (another team's, the worker's)."""
+    return [
+        problem
+        for key, paths in files.items()
+        for path in paths
+        for problem in placed_locations(
+            Locations({}, {key: path}), checkpoint_root, cwd, allowed_roots
+        )[1]
+    ]
+
+
 def location_problems(
     locations: Locations,
     others: Mapping[str, Iterable[str]],

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -42,7 +42,7 @@ from worker.connectors.iceberg.table import (
     fitted,
     table_exists,
 )
-from worker.connectors.jdbc.connection import check_jdbc_uri
+from worker.connectors.jdbc.connection import check_jdbc_uri, url_files
 from worker.connectors.jdbc.login_policy import pgjdbc_version_problem
 from worker.connectors.kafka_sink import (
     KafkaSinkConnector,
@@ -325,6 +325,11 @@ class KafkaToIcebergConnector(KafkaSinkConnector):
 
     def settings(self, config: Mapping[str, str]) -> tuple[KafkaSinkSettings, RecordConverters]:
         return settings_of(config)
+
+    def client_files(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
+        """The TLS files of the jdbc catalog's URL."""
+        uri = config.get(URI_KEY)
+        return {URI_KEY: url_files(uri)} if uri else {}
 
     def create_task(self) -> Task:
         return KafkaToIcebergTask()

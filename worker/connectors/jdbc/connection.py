@@ -120,6 +120,16 @@ class JdbcUrl:
         return f"{self.host}:{self.port}/{self.database}"
 
 
+def url_files(url: str) -> list[str]:
+    """The files on the worker a URL names for the TLS handshake: a client certificate
+    and key, a root certificate (`sslrootcert=system` names the system's store, no file)."""
+    return [
+        value
+        for name, value in parse_jdbc_url(url).parameters
+        if name.lower() in ("sslcert", "sslkey", "sslrootcert") and value != "system"
+    ]
+
+
 def parse_jdbc_url(url: str) -> JdbcUrl:
     """`jdbc:postgresql://host[:port]/database[?k=v&...]`, percent-decoded as the driver
     decodes it; one host (libpq and the JVM driver would each read a list differently)."""

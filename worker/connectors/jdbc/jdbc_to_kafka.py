@@ -31,7 +31,7 @@ import psycopg2
 from pydantic import BaseModel, Field
 
 from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
-from worker.connectors.jdbc.connection import JdbcConnectionSettings
+from worker.connectors.jdbc.connection import URL_KEY, JdbcConnectionSettings, url_files
 from worker.connectors.jdbc.positions import (
     QUERY_TABLE,
     Mode,
@@ -380,6 +380,9 @@ class JdbcToKafkaConnector(Connector):
             {**config, TABLES_KEY: json.dumps(tables)}
             for tables in split_tables(settings.tables, max_tasks)
         ]
+
+    def client_files(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
+        return {URL_KEY: url_files(config[URL_KEY])}
 
     def kafka_topics(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
         """The topic of each table (`topic.prefix` + its name), or the query's."""

@@ -12,7 +12,7 @@ nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 from pydantic import Field, field_validator
 
 from worker.connectors.claimed_batches import start_claimed_query
-from worker.connectors.jdbc.connection import JdbcConnectionSettings
+from worker.connectors.jdbc.connection import URL_KEY, JdbcConnectionSettings, url_files
 from worker.connectors.jdbc.ledger import has_batch, sink_table
 from worker.connectors.jdbc.row_shape import PkMode, RowShapeError, row_shape
 from worker.connectors.jdbc.sql import TOPIC_VARIABLE, IdentifierError, InsertMode
@@ -226,6 +226,9 @@ class KafkaToJdbcConnector(KafkaSinkConnector):
 
     def settings(self, config: Mapping[str, str]) -> tuple[KafkaSinkSettings, RecordConverters]:
         return settings_of(config)
+
+    def client_files(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
+        return {URL_KEY: url_files(config[URL_KEY])}
 
     def rows_problem(self, config: Mapping[str, str], rows: StructType) -> str | None:
         """What a task would fail on at its first batch, as a 400 (the value is not a
