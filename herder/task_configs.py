@@ -68,7 +68,13 @@ class TaskConfigWriter:
         a write of the request lane stages them with its own (`ConfigStore.stage`), in
         one go, so the loop never reads its connector without its task configs (unless
         its plugin does not answer in time). With `refuse`, the plugin's `ValueError`
-        (task configs too large for the config topic, say) is raised."""
+        (task configs too large for the config topic, say) is raised, for a STOPPED
+        connector too, whose task configs are not written: a config whose tasks could
+        never be stored is refused when it is written, not when it is resumed."""
+        config = planned.connectors.get(name)
+        if refuse and config is not None and planned.target_state(name) is TargetState.STOPPED:
+            await self._wanted(name, config, refuse=True)
+            return []
         return await self._records(name, planned, ask=False, refuse=refuse)
 
     async def refresh_due(self) -> None:
