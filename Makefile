@@ -32,10 +32,12 @@ chromium:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
 # Apache Kafka's and Kafka Connect's jars come from Maven Central through mvn on first use
-# (cached in ~/.cache/sparkherd); the secured-Kafka test makes its certificates with openssl.
+# (cached in ~/.cache/sparkherd); the secured-Kafka test makes its certificates with openssl;
+# the differential tests compile their Connect oracle with javac.
 jvm-tools:
-	command -v mvn >/dev/null && command -v openssl >/dev/null || { $(SUDO) apt-get update -q && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven openssl; }
+	command -v mvn >/dev/null && command -v openssl >/dev/null && command -v javac >/dev/null || \
+		{ $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q maven openssl openjdk-17-jdk-headless; }
 
 # The Iceberg jdbc catalog's tests start a throw-away PostgreSQL 15 (tests/support/postgres.py).
 postgresql:
