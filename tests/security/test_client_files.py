@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.plugins import no_spark
-from worker.config import WorkerConfig
-from worker.config.providers import ConfigProviders
+from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
 from worker.plugins.api import ConnectorConfigError
 from worker.plugins.connector_configs import RegistryPlugins
@@ -39,12 +37,9 @@ def elsewhere(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def plugins(tmp_path: Path, allowed: Path, elsewhere: Path) -> RegistryPlugins:
-    return RegistryPlugins(
+    return plugins_for(
         default_registry(),
-        providers=ConfigProviders.from_worker_settings({}, {}),
-        checkpoint_root=tmp_path / "checkpoints",
-        tasks_max_limit=WorkerConfig().tasks_max_limit,
-        spark=no_spark,
+        tmp_path / "checkpoints",
         cwd=tmp_path,
         allowed_paths=[str(allowed)],
         kafka_security={

@@ -11,10 +11,8 @@ import pytest
 
 from herder.config_store import ConfigStore
 from herder.kafka_log import RecordHandler
-from tests.support.plugins import no_spark
+from tests.support.plugins import plugins_for
 from tests.unit.herder.memory_cluster import MemoryLog
-from worker.config import WorkerConfig
-from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
 from worker.connectors.kafka_sink import ASSIGN_KEY
 from worker.plugins.api import ConnectorConfigError
@@ -28,14 +26,8 @@ OWN = ("sh-configs", "sh-status", "sh-offsets")
 
 @pytest.fixture
 def plugins(tmp_path: Path) -> RegistryPlugins:
-    return RegistryPlugins(
-        default_registry(),
-        providers=ConfigProviders.from_worker_settings({}, {}),
-        checkpoint_root=tmp_path / "checkpoints",
-        tasks_max_limit=WorkerConfig().tasks_max_limit,
-        spark=no_spark,
-        cwd=tmp_path,
-        internal_topics=OWN,
+    return plugins_for(
+        default_registry(), tmp_path / "checkpoints", cwd=tmp_path, internal_topics=OWN
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from worker.config import WorkerConfig
 from worker.config.providers import ConfigProviders
@@ -25,13 +25,16 @@ def plugins_for(
     registry: PluginRegistry,
     checkpoint_root: Path,
     spark: Callable[[], SparkSession] = no_spark,
+    **worker: Any,
 ) -> RegistryPlugins:
+    """`worker`: more of the worker's settings, as `RegistryPlugins` takes them."""
     return RegistryPlugins(
         registry,
         providers=ConfigProviders.from_worker_settings({}, {}),
         checkpoint_root=checkpoint_root,
         tasks_max_limit=WorkerConfig().tasks_max_limit,
         spark=spark,
+        **worker,
     )
 
 
