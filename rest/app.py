@@ -157,7 +157,7 @@ def create_app(
             ],
         )
 
-    app.include_router(connectors_router(plugins.secret_keys))
+    app.include_router(connectors_router(plugins.secret_keys, plugins.registry.version_of))
     app.include_router(offsets_router())
     app.include_router(connector_plugins_router(plugins))
     app.include_router(loggers_router(logger_levels, herder.admin))

@@ -4,16 +4,16 @@ Tools written for Kafka Connect (UIs, CLIs, deployment pipelines) discover which
 connectors a cluster offers and check a config before submitting it; they read Connect's
 entities (`PluginInfo`, `ConfigKeyInfo`, `ConfigInfos`), so those shapes are kept field
 for field; the listing adds each plugin's `alias`, the name configs use, which Connect's
-class names alone do not show. A plugin's schema is its pydantic `config_model`, read
-through the field aliases (the config keys), behind the framework's own settings.
+class names alone do not show. A connector's schema is its pydantic `config_model`, read
+through the field aliases (the config keys), behind the framework's own settings and the
+chain's (`transforms`, `predicates`); a converter's, transform's or predicate's is its
+settings as `worker.plugins.record_plugins` lists them.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from importlib.metadata import packages_distributions
-from importlib.metadata import version as package_version
 from types import NoneType, UnionType
 from typing import Annotated, Any, Final, Union, get_args, get_origin
 
@@ -25,13 +25,18 @@ from rest.errors import error_response
 from rest.models import ConnectorConfig, ErrorBody, config_string, string_config
 from worker.plugins.api import HIDDEN, ConfigProblem, Connector
 from worker.plugins.connector_configs import RegistryPlugins
+from worker.plugins.record_plugins import find_record_plugin, record_plugins
 from worker.plugins.registry import (
     CONNECTOR_CLASS,
+    CONNECTOR_VERSION,
     FrameworkSettings,
     PluginRegistry,
     UnknownPluginError,
+    plugin_version,
     qualified_name,
 )
+from worker.plugins.versions import LATEST, version_problem
+from worker.records.transforms.catalog import Setting, chain_definitions
 
 _SCALAR_TYPES: Final = ((bool, "BOOLEAN"), (int, "INT"), (float, "DOUBLE"), (SecretStr, "PASSWORD"))
 _LIST_TYPES: Final = (list, tuple, set, frozenset)
@@ -39,12 +44,14 @@ _LIST_TYPES: Final = (list, tuple, set, frozenset)
 
 class PluginInfo(BaseModel):
     plugin_class: str = Field(alias="class")
-    type: str
+    type: str = Field(description="source, sink, transformation, predicate or converter")
     version: str | None = Field(
         default=None, description="absent when no installed distribution ships the plugin"
     )
-    alias: str = Field(
-        description="extension: the short name a config's connector.class usually gives"
+    alias: str | None = Field(
+        default=None,
+        description="extension: the short name a config usually gives (connector.class, "
+        "key.converter); absent for a plugin named by its class alone",
     )
 
 
@@ -85,27 +92,49 @@ class ConfigInfos(BaseModel):
 def connector_plugins_router(plugins: RegistryPlugins) -> APIRouter:
     router = APIRouter(prefix="/connector-plugins")
     registry = plugins.registry
-    owners = packages_distributions()
 
     @router.get("", response_model=list[PluginInfo], response_model_exclude_none=True)
     async def list_plugins(
         connectors_only: Annotated[bool, Query(alias="connectorsOnly")] = True,
     ) -> list[PluginInfo]:
-        """`connectorsOnly` is accepted for Connect's clients; with no transforms,
-        converters or predicates here, both values list the same plugins."""
-        plugins = [_plugin_info(c, owners) for c in registry.list_plugins()]
-        return sorted(plugins, key=lambda plugin: plugin.plugin_class)
+        """The connectors; with `connectorsOnly=false` then the transforms, predicates
+        and converters, as Connect lists them."""
+        connectors = [
+            _plugin_info(qualified_name(c), c.connector_type, plugin_version(c), c.name)
+            for c in registry.list_plugins()
+        ]
+        listed = sorted(connectors, key=lambda plugin: plugin.plugin_class)
+        if not connectors_only:
+            listed += [
+                _plugin_info(p.class_name, p.type, p.version, p.alias) for p in record_plugins()
+            ]
+        return listed
 
     @router.get(
         "/{plugin}/config",
         response_model=list[ConfigKeyInfo],
-        responses={404: {"model": ErrorBody}},
+        responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
     )
-    async def plugin_config(plugin: str) -> list[ConfigKeyInfo] | Response:
+    async def plugin_config(
+        plugin: str,
+        version: Annotated[
+            str, Query(description="KIP-891: a version or range the plugin must have")
+        ] = LATEST,
+    ) -> list[ConfigKeyInfo] | Response:
+        """A connector's, converter's, transform's or predicate's settings; 400 when
+        `version` is no version range or does not admit the plugin's version."""
         try:
             connector = registry.resolve(plugin)
         except UnknownPluginError as exc:
-            return error_response(404, str(exc))
+            found = find_record_plugin(plugin)
+            if found is None:
+                return error_response(404, str(exc))
+            if (refused := version_problem(version, found.class_name, found.version)) is not None:
+                return error_response(400, refused)
+            return [_setting_definition(setting.name, setting) for setting in found.settings]
+        installed = plugin_version(connector)
+        if (refused := version_problem(version, qualified_name(connector), installed)) is not None:
+            return error_response(400, refused)
         return list(config_definitions(connector).values())
 
     @router.put(
@@ -136,23 +165,10 @@ def connector_plugins_router(plugins: RegistryPlugins) -> APIRouter:
     return router
 
 
-def _plugin_info(connector: type[Connector], owners: Mapping[str, list[str]]) -> PluginInfo:
+def _plugin_info(class_name: str, kind: str, version: str | None, alias: str | None) -> PluginInfo:
     return PluginInfo.model_validate(
-        {
-            "class": qualified_name(connector),
-            "type": connector.connector_type,
-            "version": _version(connector, owners),
-            "alias": connector.name,
-        }
+        {"class": class_name, "type": kind, "version": version, "alias": alias}
     )
-
-
-def _version(connector: type[Connector], owners: Mapping[str, list[str]]) -> str | None:
-    """The version of the installed distribution that ships the plugin's package, as
-    Connect reports the version of the jar a plugin came from."""
-    top_level = connector.__module__.partition(".")[0]
-    distribution = next(iter(owners.get(top_level, ())), None)
-    return None if distribution is None else package_version(distribution)
 
 
 def _resolves_to(registry: PluginRegistry, class_name: str, connector: type[Connector]) -> bool:
@@ -163,17 +179,40 @@ def _resolves_to(registry: PluginRegistry, class_name: str, connector: type[Conn
         return False
 
 
-def config_definitions(connector: type[Connector]) -> dict[str, ConfigKeyInfo]:
-    """Every setting by key: the framework's first, then the plugin's in declaration order.
+def config_definitions(
+    connector: type[Connector], config: Mapping[str, str] | None = None
+) -> dict[str, ConfigKeyInfo]:
+    """Every setting by key: the framework's first, then the chain's (`transforms`,
+    `predicates` and, for `config`'s aliases, the keys each alias defines, as Connect
+    enriches a connector's definition), then the plugin's in declaration order.
 
     A plugin that declares a framework key as well does not get it listed twice.
+    `connector.plugin.version` defaults to the plugin's version, as in Connect.
     """
     definitions: dict[str, ConfigKeyInfo] = {}
-    for model in (FrameworkSettings, connector.config_model):
-        for name, field in model.model_fields.items():
-            key = field.alias or name
-            definitions.setdefault(key, _definition(key, field))
+    for name, field in FrameworkSettings.model_fields.items():
+        key = field.alias or name
+        definitions[key] = _definition(key, field)
+    definitions[CONNECTOR_VERSION].default_value = plugin_version(connector)
+    for key, setting in chain_definitions(config or {}):
+        definitions.setdefault(key, _setting_definition(key, setting))
+    for name, field in connector.config_model.model_fields.items():
+        key = field.alias or name
+        definitions.setdefault(key, _definition(key, field))
     return definitions
+
+
+def _setting_definition(key: str, setting: Setting) -> ConfigKeyInfo:
+    """A converter's, transform's or predicate's setting, under `key`."""
+    return ConfigKeyInfo(
+        name=key,
+        type=setting.type,
+        required=setting.required,
+        default_value=setting.default,
+        importance=setting.importance,
+        documentation=setting.documentation,
+        display_name=key,
+    )
 
 
 def _definition(key: str, field: FieldInfo) -> ConfigKeyInfo:
@@ -234,7 +273,7 @@ def config_infos(
     a config that creating the connector refuses would validate clean; it is filed under
     `connector.class`, the plugin that refused the config.
     """
-    definitions = config_definitions(connector)
+    definitions = config_definitions(connector, settings)
     errors: dict[str, list[str]] = {key: [] for key in definitions}
     for problem in problems(connector, settings):
         if problem.key in errors:

@@ -54,10 +54,13 @@ INITIAL_STATES = {
 
 SecretKeys = Callable[[Mapping[str, str]], frozenset[str]]
 """The PASSWORD keys of the plugin a config names."""
+PluginVersion = Callable[[Mapping[str, str]], str | None]
+"""The version of the plugin a config names, as this worker has it (KIP-891)."""
 
 
-def connectors_router(secrets: SecretKeys) -> APIRouter:
-    """Every config this answers with has its secrets hidden (worker.plugins.shown_configs)."""
+def connectors_router(secrets: SecretKeys, versions: PluginVersion) -> APIRouter:
+    """Every config this answers with has its secrets hidden (worker.plugins.shown_configs);
+    every state carries the version of its connector's plugin."""
     router = APIRouter(prefix="/connectors", responses=ERRORS)
 
     def info(view: ConnectorView) -> ConnectorInfoBody:
@@ -95,7 +98,7 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
         expanded: dict[str, ExpandedConnectorBody] = {name: {} for name in names}
         for name, entry in expanded.items():
             if "status" in expand:
-                entry["status"] = _status(admin, name)
+                entry["status"] = _status(admin, name, versions)
             if "info" in expand:
                 entry["info"] = info(admin.connector(name))
         return expanded
@@ -153,7 +156,7 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
 
     @router.get("/{name}/status", response_model=ConnectorStatusBody)
     async def get_connector_status(admin: AdminDep, name: ConnectorName) -> ConnectorStatusBody:
-        return _status(admin, name)
+        return _status(admin, name, versions)
 
     @router.get("/{name}/tasks", response_model=list[TaskInfoBody])
     async def get_tasks(admin: AdminDep, name: ConnectorName) -> list[TaskInfoBody]:
@@ -165,7 +168,8 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
     @router.get("/{name}/tasks/{task}/status", response_model=TaskStateBody)
     async def get_task_status(admin: AdminDep, name: ConnectorName, task: str) -> TaskStateBody:
         task_id = _task_id(name, task)
-        return _task_state(task_id, admin.task_status(task_id))
+        version = versions(admin.connector(name).config)
+        return _task_state(task_id, admin.task_status(task_id), version)
 
     @router.post("/{name}/tasks/{task}/restart", status_code=204)
     async def restart_task(admin: AdminDep, name: ConnectorName, task: str) -> Response:
@@ -187,7 +191,7 @@ def connectors_router(secrets: SecretKeys) -> APIRouter:
         await admin.restart(request)
         if not include_tasks and not only_failed:
             return Response(status_code=204)
-        return JSONResponse(_status(admin, name, request).model_dump(), status_code=202)
+        return JSONResponse(_status(admin, name, versions, request).model_dump(), status_code=202)
 
     @router.put("/{name}/pause", status_code=202)
     async def pause_connector(admin: AdminDep, name: ConnectorName) -> Response:
@@ -217,18 +221,22 @@ def _task_id(name: str, task: str) -> ConnectorTaskId:
 
 
 def _status(
-    admin: ClusterAdmin, name: str, restarting: RestartRequest | None = None
+    admin: ClusterAdmin,
+    name: str,
+    versions: PluginVersion,
+    restarting: RestartRequest | None = None,
 ) -> ConnectorStatusBody:
     """The connector's status; with `restarting`, what that request restarts is shown
     RESTARTING, as Connect's 202 answer does."""
     view = admin.connector(name)
+    version = versions(view.config)
     connector = admin.connector_status(name)
     state = connector.state if connector else TaskState.UNASSIGNED
     if restarting is not None and restarting.covers_connector(state is TaskState.FAILED):
         state = TaskState.RESTARTING
     tasks = []
     for task in view.tasks:
-        body = _task_state(task, admin.task_status(task))
+        body = _task_state(task, admin.task_status(task), version)
         if restarting is not None and restarting.covers_task(task, body.state == "FAILED"):
             body.state = TaskState.RESTARTING
         tasks.append(body)
@@ -238,19 +246,23 @@ def _status(
             state=state,
             worker_id=connector.worker_id if connector else None,
             trace=connector.trace if connector else None,
+            version=version,
         ),
         tasks=tasks,
         type=view.type,
     )
 
 
-def _task_state(task: ConnectorTaskId, status: Status | None) -> TaskStateBody:
+def _task_state(task: ConnectorTaskId, status: Status | None, version: str | None) -> TaskStateBody:
     if status is None:
-        return TaskStateBody(id=task.task, state=TaskState.UNASSIGNED, worker_id=None)
+        return TaskStateBody(
+            id=task.task, state=TaskState.UNASSIGNED, worker_id=None, version=version
+        )
     return TaskStateBody(
         id=task.task,
         state=status.state,
         worker_id=status.worker_id,
         trace=status.trace,
         started_at=status.started_at,
+        version=version,
     )

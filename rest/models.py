@@ -86,10 +86,22 @@ def _trace() -> Any:
     )
 
 
+def _version() -> Any:
+    """A state's plugin `version` (KIP-891), left out when the plugin has none, as Kafka
+    Connect leaves out an undefined one."""
+    return Field(
+        default=None,
+        exclude_if=lambda version: version is None,
+        description="the version of the connector's plugin on this worker (KIP-891); "
+        "absent when this worker has no version of it",
+    )
+
+
 class ConnectorStateBody(BaseModel):
     state: str
     worker_id: str | None = Field(description="null while no worker has reported a state")
     trace: str | None = _trace()
+    version: str | None = _version()
 
 
 class TaskStateBody(BaseModel):
@@ -97,6 +109,7 @@ class TaskStateBody(BaseModel):
     state: str
     worker_id: str | None = Field(description="null while no worker has reported a state")
     trace: str | None = _trace()
+    version: str | None = _version()
     started_at: str | None = Field(
         default=None, description="ISO-8601 start time of the task's current run"
     )

@@ -734,12 +734,9 @@ INTENTIONAL: Final[Mapping[str, str]] = {
         "all there, with their meanings.",
     ),
     "GET /connectors/{c}/tasks/0/status: connect 200 {id,state,version,worker_id}; "
-    "sparkherd 200 {id,started_at,state,worker_id}": (
-        "`started_at` (when the task's current run began) is sparkherd's extension. "
-        "Connect 4.1 adds the plugin `version` to every state (KIP-891) because one Connect "
-        "worker can load several versions of a plugin side by side; a sparkherd worker has "
-        "one installed version of each plugin, shown by GET /connector-plugins. The "
-        "`connector` object and the `tasks` entries of every status body differ the same way."
+    "sparkherd 200 {id,started_at,state,version,worker_id}": (
+        "`started_at` (when the task's current run began) is sparkherd's extension. The "
+        "`tasks` entries of every status body differ the same way."
     ),
     "PATCH /connectors/{c}/offsets (never ran): "
     "connect 200 {message}; sparkherd 400 {error_code,message}": (

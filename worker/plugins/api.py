@@ -172,6 +172,10 @@ class Connector(ABC):
     former_paths: ClassVar[tuple[str, ...]] = ()
     """Qualified names the class had before it moved: a `connector.class` stored with one
     (on the config topic, in a user's scripts) must still find the plugin."""
+    version: ClassVar[str | None] = None
+    """The plugin's version (KIP-891), as `GET /connector-plugins`, the statuses and
+    `connector.plugin.version` know it. None: the version of the installed distribution
+    that ships the plugin's package (a built-in's is sparkherd's)."""
     config_model: ClassVar[type[BaseModel]]
     connector_type: ClassVar[Literal["source", "sink"]]
     """Kafka Connect's `type` in REST answers: where the data flows from or to."""

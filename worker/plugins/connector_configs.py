@@ -193,7 +193,8 @@ class RegistryPlugins:
         resolved = self._with_worker_settings(resolved)
         plugin = connector()
         try:
-            problems += parse_config(FrameworkSettings, resolved).problems(self._tasks_max_limit)
+            framework = parse_config(FrameworkSettings, resolved)
+            problems += framework.problems(self._tasks_max_limit, connector)
         except ConnectorConfigError as exc:
             problems.extend(exc.problems)
         try:

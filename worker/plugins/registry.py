@@ -13,16 +13,34 @@ import inspect
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points, packages_distributions
+from importlib.metadata import version as package_version
 from typing import Final, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker.plugins.api import JAVA_INT_MAX, ConfigProblem, Connector, NonEmptyStr, parse_config
+from worker.plugins.api import (
+    JAVA_INT_MAX,
+    ConfigProblem,
+    Connector,
+    ConnectorConfigError,
+    NonEmptyStr,
+    parse_config,
+)
 from worker.plugins.auto_restart_settings import AutoRestartSettings
+from worker.plugins.versions import version_problem
 
 ENTRY_POINT_GROUP: Final = "sparkherd.connectors"
 CONNECTOR_CLASS: Final = "connector.class"
+CONNECTOR_VERSION: Final = "connector.plugin.version"
+CONVERTER_VERSIONS: Final = {
+    "key.converter.plugin.version": "the key converter",
+    "value.converter.plugin.version": "the value converter",
+    "header.converter.plugin.version": "the header converter",
+}
+"""Connect 4.1's version keys of a connector's converters (KIP-891), by what they pin:
+every converter here is built in, so each has sparkherd's version."""
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +58,25 @@ class UnknownPluginError(LookupError):
 
 def qualified_name(connector: type[Connector]) -> str:
     return f"{connector.__module__}.{connector.__qualname__}"
+
+
+@cache
+def distribution_version(module: str) -> str | None:
+    """The version of the installed distribution that ships `module`'s top-level
+    package, as Connect reports the version of the jar a plugin came from; None when no
+    installed distribution ships it."""
+    owners = packages_distributions().get(module.partition(".")[0], ())
+    return package_version(owners[0]) if owners else None
+
+
+def plugin_version(connector: type[Connector]) -> str | None:
+    """The connector plugin's version: its own `version`, else its distribution's."""
+    return connector.version or distribution_version(connector.__module__)
+
+
+def builtin_version() -> str | None:
+    """The version of what is built into the worker (converters, transforms): sparkherd's."""
+    return distribution_version(__name__)
 
 
 def _is_plugin(candidate: object) -> bool:
@@ -93,6 +130,14 @@ class PluginRegistry:
     def list_plugins(self) -> list[type[Connector]]:
         return [self._by_alias[alias] for alias in sorted(self._by_alias)]
 
+    def version_of(self, config: Mapping[str, str]) -> str | None:
+        """The version of the plugin `config` names; None when this worker has none by
+        that name (a status still shows, without a version)."""
+        try:
+            return plugin_version(self.resolve(config.get(CONNECTOR_CLASS, "")))
+        except UnknownPluginError:
+            return None
+
     def resolve(self, class_name: str) -> type[Connector]:
         requested = class_name.strip()
         if not requested:
@@ -124,21 +169,53 @@ class PluginRegistry:
         raise UnknownPluginError(requested, reason, available)
 
 
+_VERSION_DOC: Final = (
+    "Version of {what} (KIP-891): a version, a Maven version range such as [1.0,2.0), or "
+    "latest; this worker has one version of each plugin, and a config it does not admit "
+    "is refused"
+)
+
+
 class _ConnectorAndTasks(BaseModel):
     connector_class: NonEmptyStr = Field(alias=CONNECTOR_CLASS)
+    connector_plugin_version: str | None = Field(
+        default=None,
+        alias=CONNECTOR_VERSION,
+        description=_VERSION_DOC.format(what="the connector") + " (default: its version)",
+    )
     tasks_max: int = Field(default=1, alias="tasks.max", ge=1, le=JAVA_INT_MAX)
 
 
-class FrameworkSettings(AutoRestartSettings, _ConnectorAndTasks):
+class _ConverterVersions(BaseModel):
+    key_converter_plugin_version: str | None = Field(
+        default=None,
+        alias="key.converter.plugin.version",
+        description=_VERSION_DOC.format(what="the key converter"),
+    )
+    value_converter_plugin_version: str | None = Field(
+        default=None,
+        alias="value.converter.plugin.version",
+        description=_VERSION_DOC.format(what="the value converter"),
+    )
+    header_converter_plugin_version: str | None = Field(
+        default=None,
+        alias="header.converter.plugin.version",
+        description=_VERSION_DOC.format(what="the header converter"),
+    )
+
+
+class FrameworkSettings(AutoRestartSettings, _ConverterVersions, _ConnectorAndTasks):
     """The settings every connector has, which the framework rather than the plugin reads:
-    `connector.class`, `tasks.max`, then the `auto.restart.*` keys (pydantic lists the
-    fields of the last base first)."""
+    `connector.class`, `connector.plugin.version`, `tasks.max`, the converters' version
+    keys, then the `auto.restart.*` keys (pydantic lists the fields of the last base
+    first)."""
 
     model_config = ConfigDict(frozen=True)
 
-    def problems(self, tasks_max_limit: int) -> list[ConfigProblem]:
-        """What the settings say together, and against the worker's `tasks.max.limit`."""
-        problems = []
+    def problems(self, tasks_max_limit: int, connector: type[Connector]) -> list[ConfigProblem]:
+        """What the settings say together, against the worker's `tasks.max.limit`, and
+        against the versions of `connector` and of the converters this worker has."""
+        problems = self.version_problems(connector)
         if self.tasks_max > tasks_max_limit:
             problems.append(
                 ConfigProblem(
@@ -158,6 +235,18 @@ class FrameworkSettings(AutoRestartSettings, _ConnectorAndTasks):
             )
         return problems
 
+    def version_problems(self, connector: type[Connector]) -> list[ConfigProblem]:
+        """A `*.plugin.version` that does not admit the version this worker has."""
+        given = self.model_dump(by_alias=True)
+        installed = [(CONNECTOR_VERSION, qualified_name(connector), plugin_version(connector))]
+        installed += [(key, what, builtin_version()) for key, what in CONVERTER_VERSIONS.items()]
+        return [
+            ConfigProblem(key, problem)
+            for key, plugin, version in installed
+            if (spec := given[key]) is not None
+            and (problem := version_problem(spec, plugin, version)) is not None
+        ]
+
 
 @dataclass(frozen=True)
 class ValidatedConnector:
@@ -173,5 +262,8 @@ def validate_connector_config(
 ) -> ValidatedConnector:
     """Check a connector config end to end; raise ConnectorConfigError or UnknownPluginError."""
     framework = parse_config(FrameworkSettings, config)
-    connector = registry.resolve(framework.connector_class)()
+    plugin = registry.resolve(framework.connector_class)
+    if problems := framework.version_problems(plugin):
+        raise ConnectorConfigError(problems)
+    connector = plugin()
     return ValidatedConnector(connector, framework.tasks_max, connector.validate(config))

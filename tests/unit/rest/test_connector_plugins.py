@@ -27,10 +27,19 @@ AUTO_RESTART_KEYS = [
     "auto.restart.initial.backoff.ms",
     "auto.restart.max.backoff.ms",
 ]
-GENERATOR_KEYS = [
+FRAMEWORK_KEYS = [
     "connector.class",
+    "connector.plugin.version",
     "tasks.max",
+    "key.converter.plugin.version",
+    "value.converter.plugin.version",
+    "header.converter.plugin.version",
     *AUTO_RESTART_KEYS,
+    "transforms",
+    "predicates",
+]
+GENERATOR_KEYS = [
+    *FRAMEWORK_KEYS,
     "rows.per.second",
     "batch.interval.ms",
     "output.path",
@@ -93,7 +102,7 @@ def errors_by_name(body: dict[str, Any]) -> dict[str, list[str]]:
     return {name: entry["value"]["errors"] for name, entry in configs_by_name(body).items()}
 
 
-@pytest.mark.parametrize("query", ["", "?connectorsOnly=true", "?connectorsOnly=false"])
+@pytest.mark.parametrize("query", ["", "?connectorsOnly=true"])
 def test_plugins_are_listed_by_class_and_alias_with_the_version_of_their_distribution(
     client: TestClient, query: str
 ) -> None:
@@ -149,18 +158,24 @@ def test_a_plugin_schema_maps_each_annotation_to_a_connect_type_and_default(
 
     assert [(d["name"], d["type"], d["default_value"]) for d in definitions] == [
         ("connector.class", "STRING", None),
+        ("connector.plugin.version", "STRING", None),
         ("tasks.max", "INT", "1"),
+        ("key.converter.plugin.version", "STRING", None),
+        ("value.converter.plugin.version", "STRING", None),
+        ("header.converter.plugin.version", "STRING", None),
         ("auto.restart.enabled", "BOOLEAN", None),
         ("auto.restart.max.attempts", "INT", None),
         ("auto.restart.initial.backoff.ms", "INT", None),
         ("auto.restart.max.backoff.ms", "INT", None),
+        ("transforms", "LIST", ""),
+        ("predicates", "LIST", ""),
         ("audit.password", "PASSWORD", None),
         ("topics", "LIST", "events,alerts"),
         ("batch.size", "INT", "100"),
         ("compress", "BOOLEAN", "false"),
         ("sample.ratio", "DOUBLE", None),
     ]
-    assert definitions[6]["documentation"] == "Audit store password"
+    assert definitions[12]["documentation"] == "Audit store password"
 
 
 @pytest.mark.parametrize(
