@@ -129,11 +129,15 @@ def connector_plugins_router(plugins: RegistryPlugins) -> APIRouter:
             found = find_record_plugin(plugin)
             if found is None:
                 return error_response(404, str(exc))
-            if (refused := version_problem(version, found.class_name, found.version)) is not None:
+            if (
+                refused := version_problem(version, f"Plugin {found.class_name}", found.version)
+            ) is not None:
                 return error_response(400, refused)
             return [_setting_definition(setting.name, setting) for setting in found.settings]
         installed = plugin_version(connector)
-        if (refused := version_problem(version, qualified_name(connector), installed)) is not None:
+        if (
+            refused := version_problem(version, f"Plugin {qualified_name(connector)}", installed)
+        ) is not None:
             return error_response(400, refused)
         return list(config_definitions(connector).values())
 

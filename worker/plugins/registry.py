@@ -35,9 +35,9 @@ ENTRY_POINT_GROUP: Final = "sparkherd.connectors"
 CONNECTOR_CLASS: Final = "connector.class"
 CONNECTOR_VERSION: Final = "connector.plugin.version"
 CONVERTER_VERSIONS: Final = {
-    "key.converter.plugin.version": "the key converter",
-    "value.converter.plugin.version": "the value converter",
-    "header.converter.plugin.version": "the header converter",
+    "key.converter.plugin.version": "The key converter",
+    "value.converter.plugin.version": "The value converter",
+    "header.converter.plugin.version": "The header converter",
 }
 """Connect 4.1's version keys of a connector's converters (KIP-891), by what they pin:
 every converter here is built in, so each has sparkherd's version."""
@@ -238,13 +238,15 @@ class FrameworkSettings(AutoRestartSettings, _ConverterVersions, _ConnectorAndTa
     def version_problems(self, connector: type[Connector]) -> list[ConfigProblem]:
         """A `*.plugin.version` that does not admit the version this worker has."""
         given = self.model_dump(by_alias=True)
-        installed = [(CONNECTOR_VERSION, qualified_name(connector), plugin_version(connector))]
+        installed = [
+            (CONNECTOR_VERSION, f"Plugin {qualified_name(connector)}", plugin_version(connector))
+        ]
         installed += [(key, what, builtin_version()) for key, what in CONVERTER_VERSIONS.items()]
         return [
             ConfigProblem(key, problem)
-            for key, plugin, version in installed
+            for key, what, version in installed
             if (spec := given[key]) is not None
-            and (problem := version_problem(spec, plugin, version)) is not None
+            and (problem := version_problem(spec, what, version)) is not None
         ]
 
 

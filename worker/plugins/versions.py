@@ -264,8 +264,9 @@ def _bounds(interval: str) -> Bounds:
     return Bounds(lower, lower_inclusive, upper, upper_inclusive)
 
 
-def version_problem(spec: str, plugin: str, installed: str | None) -> str | None:
-    """Why `spec` does not admit the `installed` version of `plugin`; None if it does."""
+def version_problem(spec: str, what: str, installed: str | None) -> str | None:
+    """Why `spec` does not admit the `installed` version of `what` (`Plugin <class>`, say);
+    None if it does."""
     try:
         requirement = version_requirement(spec)
     except VersionSpecError as exc:
@@ -273,10 +274,10 @@ def version_problem(spec: str, plugin: str, installed: str | None) -> str | None
     if requirement is None:
         return None
     if installed is None:
-        return f"{plugin} has no known version, so no version requirement can be met"
+        return f"{what} has no known version, so no version requirement can be met"
     if requirement.admits(installed):
         return None
     return (
-        f"Plugin {plugin} has version {installed} which does not match the required "
-        f"version range {requirement}; this worker has no other version of it"
+        f"{what} has version {installed} which does not match the required version range "
+        f"{requirement}; this worker has no other version of it"
     )

@@ -158,7 +158,7 @@ def test_a_version_the_worker_has_validates_clean(
         ("connector.plugin.version", "9.9.9", f"{GENERATOR} has version {SPARKHERD}"),
         ("connector.plugin.version", "[1.0", "invalid version requirement '[1.0': Unbounded"),
         ("value.converter.plugin.version", "4.1.1", f"has version {SPARKHERD} which does not"),
-        ("header.converter.plugin.version", "(,0.0.1]", "the header converter has version"),
+        ("header.converter.plugin.version", "(,0.0.1]", "The header converter has version"),
     ],
 )
 def test_a_version_the_worker_has_not_is_an_error_on_its_key(
