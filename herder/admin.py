@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
@@ -48,7 +48,12 @@ from herder.task_configs import TaskConfigWriter
 from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
 from worker.config.bounds import ConfigTooLarge, check_config_bounds
-from worker.runtime.task_offsets import OffsetsError, SourceOffset
+from worker.runtime.task_offsets import (
+    OffsetEntry,
+    OffsetsError,
+    SourceOffset,
+    initial_offsets,
+)
 from worker.runtime.task_state import TaskState
 
 log = logging.getLogger(__name__)
@@ -154,11 +159,15 @@ class ClusterAdmin:
         name: str,
         config: Mapping[str, str],
         initial_state: TargetState = TargetState.STARTED,
+        offsets: Sequence[OffsetEntry] | None = None,
     ) -> Later[ConnectorView]:
+        """With `offsets` (KIP-995's `initial_offsets`), the tasks start from them: they
+        are checked with the config, before anything is written, and put in place
+        (`TaskOffsets.seed_offsets`) before the config, so no task starts without them."""
         await self._leader_caught_up()
         if name in self._configs.planned().connectors:
             raise ConnectorExists(name)
-        return await self._write_config(name, config, initial_state)
+        return await self._write_config(name, config, initial_state, offsets)
 
     @queued
     async def put_connector_config(
@@ -191,7 +200,11 @@ class ClusterAdmin:
         return await self._write_config(name, merged, None)
 
     async def _write_config(
-        self, name: str, config: Mapping[str, str], target_state: TargetState | None
+        self,
+        name: str,
+        config: Mapping[str, str],
+        target_state: TargetState | None,
+        offsets: Sequence[OffsetEntry] | None = None,
     ) -> Later[ConnectorView]:
         if config.get("name", name) != name:
             raise InvalidConnectorConfig(
@@ -211,8 +224,29 @@ class ClusterAdmin:
             records += await self._task_configs.records(name, planned, refuse=True)
         except ValueError as exc:
             raise InvalidConnectorConfig(str(exc)) from exc
+        undo = None
+        if offsets is not None:
+            await self._seed(name, full, offsets)
+            undo = partial(self._unseed, name)
         durable = await self._configs.stage(records)
-        return self._once_durable(durable, self._view(self._configs.planned(), name))
+        return self._once_durable(durable, self._view(self._configs.planned(), name), undo)
+
+    async def _seed(
+        self, name: str, config: Mapping[str, str], offsets: Sequence[OffsetEntry]
+    ) -> None:
+        """`offsets` checked against the connector `config` makes, then in place."""
+        try:
+            seed = initial_offsets(offsets, self._plugins.connector_type(config), config)
+            await self._offsets.seed_offsets(name, seed)
+        except OffsetsError as exc:
+            raise InvalidOffsets(str(exc)) from exc
+        log.info("connector %s starts from its initial offsets: %s", name, seed)
+
+    async def _unseed(self, name: str) -> None:
+        """A create whose records were refused leaves no offsets a later connector of
+        that name would start from (the name had none before: `seed_offsets`)."""
+        log.warning("connector %s was not created; its initial offsets are removed", name)
+        await self._offsets.reset_offsets(name)
 
     @queued
     async def set_target_state(self, name: str, state: TargetState) -> Later[None]:
@@ -240,13 +274,24 @@ class ClusterAdmin:
         await self._statuses.delete_connector(name, task_count)
         return self._once_durable(durable, None)
 
-    def _once_durable(self, durable: asyncio.Task[None], answer: _A) -> Later[_A]:
+    def _once_durable(
+        self,
+        durable: asyncio.Task[None],
+        answer: _A,
+        undo: Callable[[], Awaitable[None]] | None = None,
+    ) -> Later[_A]:
         """`answer`, once every record staged so far is acknowledged and read back, and
-        the write's own (`durable`) were not refused."""
+        the write's own (`durable`) were not refused; `undo` runs if they were."""
 
         async def finish() -> _A:
-            await self._configs.flush()
-            await asyncio.shield(durable)
+            try:
+                await self._configs.flush()
+                await asyncio.shield(durable)
+            except Exception:
+                refused = durable.done() and not durable.cancelled() and durable.exception()
+                if undo is not None and refused:
+                    await undo()
+                raise
             return answer
 
         return Later(finish)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from protocol.messages import ConnectorTaskId
-from worker.runtime.task_offsets import SourceOffset
+from worker.runtime.task_offsets import InitialOffsets, SourceOffset
 from worker.runtime.task_state import TaskStatus
 
 
@@ -29,6 +29,11 @@ class TaskOffsets(Protocol):
 
     async def reset_offsets(self, connector: str) -> None:
         """Every task starts from its sources' beginning. Only while none of them runs."""
+        ...
+
+    async def seed_offsets(self, connector: str, seed: InitialOffsets) -> None:
+        """Before a new connector's config is written: its tasks start from `seed`
+        (KIP-995). Raises `OffsetsError` when the name holds offsets already."""
         ...
 
 

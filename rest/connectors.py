@@ -45,6 +45,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 MAX_TASK_DIGITS = 9
 """More digits than any `tasks.max` the admission check allows."""
+INITIAL_OFFSETS_SET = "The offsets for this connector have been set to the initial offsets given"
+"""KIP-995's `offsets_status` of a create that had `initial_offsets`."""
 INITIAL_STATES = {
     "RUNNING": TargetState.STARTED,
     "PAUSED": TargetState.PAUSED,
@@ -107,11 +109,21 @@ def connectors_router(secrets: SecretKeys, versions: PluginVersion) -> APIRouter
     async def create_connector(
         admin: AdminDep, body: CreateConnectorRequest, response: Response
     ) -> ConnectorInfoBody:
+        """KIP-995: with `initial_offsets` the tasks start from them; a bad offset is a
+        400 and nothing is created."""
         initial = INITIAL_STATES[body.initial_state or "RUNNING"]
         config = with_kept_secrets(admin, body.name, string_config(body.config))
-        view = await admin.create_connector(body.name, config, initial)
+        offsets = (
+            None
+            if body.initial_offsets is None
+            else [(entry.partition, entry.offset) for entry in body.initial_offsets]
+        )
+        view = await admin.create_connector(body.name, config, initial, offsets)
         response.headers["Location"] = connector_location(body.name)
-        return info(view)
+        created = info(view)
+        if offsets is not None:
+            created.offsets_status = INITIAL_OFFSETS_SET
+        return created
 
     @router.get("/{name}", response_model=ConnectorInfoBody)
     async def get_connector(admin: AdminDep, name: ConnectorName) -> ConnectorInfoBody:

@@ -51,11 +51,27 @@ def string_config(config: dict[str, ConfigValue]) -> dict[str, str]:
 InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
 
 
+class ConnectorOffsetBody(BaseModel):
+    partition: dict[str, Any] = Field(
+        description='a Spark task\'s: {"task": n, "source": i} (source defaults to 0); in a '
+        'sink\'s initial_offsets, a Kafka partition: {"kafka_topic", "kafka_partition"}'
+    )
+    offset: Any = Field(
+        description="the source's end offset to resume after (a sink's initial one: "
+        '{"kafka_offset": n}, the next to read); null resets'
+    )
+
+
 class CreateConnectorRequest(BaseModel):
     name: ConnectorName = Field(description="Unique connector name")
     config: ConnectorConfig = Field(description="Connector configuration")
     initial_state: InitialState | None = Field(
         default=None, description="KIP-980: the state the connector starts in (RUNNING if unset)"
+    )
+    initial_offsets: list[ConnectorOffsetBody] | None = Field(
+        default=None,
+        description="KIP-995: where the new connector's tasks start; checked before "
+        "anything is written",
     )
 
 
@@ -69,6 +85,11 @@ class ConnectorInfoBody(BaseModel):
     config: dict[str, str]
     tasks: list[TaskIdBody]
     type: str
+    offsets_status: str | None = Field(
+        default=None,
+        exclude_if=lambda status: status is None,
+        description="KIP-995: how a create's initial_offsets were applied; absent without",
+    )
 
 
 class TaskInfoBody(BaseModel):

@@ -7,23 +7,18 @@ For a Spark task the progress is its checkpoint: one partition per task and sour
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from herder.errors import InvalidOffsets
 from rest.herder_api import AdminDep
-from rest.models import ConnectorName, ErrorBody
-from worker.runtime.task_offsets import OffsetsError, check_offset
+from rest.models import ConnectorName, ConnectorOffsetBody, ErrorBody
+from worker.runtime.task_offsets import OffsetsError, check_offset, task_partition
 
 ALTERED = "The offsets for this connector have been altered successfully"
 RESET = "The offsets for this connector have been reset successfully"
-
-
-class ConnectorOffsetBody(BaseModel):
-    partition: dict[str, Any] = Field(description='{"task": n, "source": i}; source defaults to 0')
-    offset: Any = Field(description="the source's end offset to resume after; null resets")
 
 
 class ConnectorOffsetsBody(BaseModel):
@@ -78,22 +73,11 @@ def _by_task(body: ConnectorOffsetsBody) -> dict[int, dict[int, Any]]:
         raise InvalidOffsets("Partitions to modify cannot be empty")
     by_task: dict[int, dict[int, Any]] = {}
     for index, entry in enumerate(body.offsets):
-        partition = entry.partition
-        task, source = partition.get("task"), partition.get("source", 0)
-        extra = sorted(set(partition) - {"task", "source"})
-        if not _index(task) or not _index(source) or extra:
-            raise InvalidOffsets(
-                f'offsets[{index}].partition must be {{"task": n, "source": i}} with '
-                f"non-negative integers (got {partition})"
-            )
-        if entry.offset is not None:
-            try:
+        try:
+            task, source = task_partition(entry.partition, f"offsets[{index}].partition")
+            if entry.offset is not None:
                 check_offset(entry.offset, f"offsets[{index}].offset")
-            except OffsetsError as exc:
-                raise InvalidOffsets(str(exc)) from exc
+        except OffsetsError as exc:
+            raise InvalidOffsets(str(exc)) from exc
         by_task.setdefault(task, {})[source] = entry.offset
     return by_task
-
-
-def _index(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -17,7 +17,7 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from worker.runtime.task_offsets import OffsetsError, SourceOffset
 
@@ -70,6 +70,25 @@ def alter_offsets(checkpoint: Path, offsets: Mapping[int, Any]) -> int:
     _write_new(checkpoint / "offsets" / str(batch), "\n".join([*header, *altered]))
     _write_new(checkpoint / "commits" / str(batch), commit)
     return batch
+
+
+SEEDED_METADATA: Final = '{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}'
+"""The batch metadata of a seeded batch: no watermark, and no recorded settings, which
+Spark reads as the values it gave them before it recorded them (those of stateful
+operators; a task's query keeps no state)."""
+
+
+def seed_offsets(checkpoint: Path, offset: Any) -> None:
+    """Make a new checkpoint whose batch 0 is committed and ended at `offset` (of the
+    query's one source), so that the query's first run resumes after it, at batch 1.
+    Refused where the checkpoint has a batch already."""
+    if newest_planned_batch(checkpoint) >= 0:
+        raise OffsetsError(f"{checkpoint.name} has offsets already")
+    (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
+    (checkpoint / "commits").mkdir(exist_ok=True)
+    line = json.dumps(offset, separators=(",", ":"))
+    _write_new(checkpoint / "offsets" / "0", "\n".join(["v1", SEEDED_METADATA, line]))
+    _write_new(checkpoint / "commits" / "0", 'v1\n{"nextBatchWatermarkMs":0}')
 
 
 def reset_offsets(checkpoint: Path) -> bool:

@@ -8,14 +8,28 @@ heartbeating, only awaits it.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
+from typing import Final
 
+from worker.runtime.checkpoint_fingerprint import FINGERPRINT_FILE
 from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks, handover_file
-from worker.runtime.checkpoint_offsets import alter_offsets, committed_offsets, reset_offsets
+from worker.runtime.checkpoint_offsets import (
+    alter_offsets,
+    committed_offsets,
+    reset_offsets,
+    seed_offsets,
+)
 from worker.runtime.daemon_thread import DaemonThread
-from worker.runtime.task_offsets import OffsetsError, SourceOffset
+from worker.runtime.task_claims import CLAIMS_DIR
+from worker.runtime.task_offsets import InitialOffsets, OffsetsError, SourceOffset
+
+NO_POSITION: Final = frozenset({CLAIMS_DIR, FINGERPRINT_FILE})
+"""What a task's checkpoint directory may hold and still say nothing of where it
+resumes: the claims of its runs and what it was made for."""
 
 
 def connector_offsets(checkpoint_root: Path, connector: str) -> list[SourceOffset]:
@@ -58,6 +72,42 @@ def reset_connector_offsets(checkpoint_root: Path, connector: str) -> None:
     handover_file(checkpoint_root, connector).unlink(missing_ok=True)
 
 
+def seed_connector_offsets(checkpoint_root: Path, connector: str, seed: InitialOffsets) -> None:
+    """Blocking: where a new connector's tasks start (KIP-995), in place before its
+    config is written: a sink's positions in the connector's hand-over file, which each
+    task takes its partitions from as it starts with no checkpoint; each source task's
+    offset as a seeded checkpoint (`checkpoint_offsets.seed_offsets`).
+
+    Refused when the name holds positions already (checkpoints are kept across delete
+    and re-create, as Connect keeps offsets by name): the two would disagree."""
+    handover = handover_file(checkpoint_root, connector)
+    holding = [
+        task
+        for task in checkpointed_tasks(checkpoint_root, connector)
+        if _holds_position(checkpoint_dir_for(checkpoint_root, connector, task))
+    ]
+    if holding or handover.exists():
+        where = f"tasks {holding}" if holding else "a hand-over of partitions between tasks"
+        raise OffsetsError(
+            f"Connector {connector} has offsets already, from an earlier connector of that "
+            f"name ({where}; checkpoints are kept across delete and re-create): create it "
+            'without initial_offsets and "initial_state": "STOPPED", then alter (PATCH '
+            f"/connectors/{connector}/offsets) or reset them (DELETE) before resuming it, "
+            "or use another name"
+        )
+    if seed.positions:
+        handover.parent.mkdir(parents=True, exist_ok=True)
+        temporary = handover.with_name(f".{handover.name}.tmp")
+        temporary.write_text(json.dumps(seed.handover(), sort_keys=True), encoding="utf-8")
+        os.replace(temporary, handover)
+    for task, offset in sorted(seed.marks.items()):
+        seed_offsets(checkpoint_dir_for(checkpoint_root, connector, task), offset)
+
+
+def _holds_position(checkpoint: Path) -> bool:
+    return any(entry.name not in NO_POSITION for entry in checkpoint.iterdir())
+
+
 class CheckpointOffsets:
     """The offsets operations of the Spark runtime, one at a time on a daemon thread
     (`worker.runtime.daemon_thread`): a look at storage that hangs does not hold the
@@ -77,3 +127,6 @@ class CheckpointOffsets:
 
     async def reset_offsets(self, connector: str) -> None:
         await self._thread.call(partial(reset_connector_offsets, self._root, connector))
+
+    async def seed_offsets(self, connector: str, seed: InitialOffsets) -> None:
+        await self._thread.call(partial(seed_connector_offsets, self._root, connector, seed))

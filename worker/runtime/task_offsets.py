@@ -1,5 +1,6 @@
 """A task's committed offsets as values: what the herder and REST speak of when they show,
-alter or reset a connector's progress (Kafka Connect's offsets API, KIP-875).
+alter or reset a connector's progress (Kafka Connect's offsets API, KIP-875), and the
+offsets a new connector starts from (KIP-995's `initial_offsets`).
 
 Kept apart from the checkpoint I/O (`worker.runtime.checkpoint_offsets`) so that the
 herder and REST can check and carry offsets without touching a checkpoint.
@@ -8,12 +9,22 @@ herder and REST can check and carry offsets without touching a checkpoint.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeGuard
+
+from worker.kafka.topic_patterns import compiled_pattern, pattern_problem
 
 MAX_POSITION = 2**63 - 1
 """Java's `Long.MAX_VALUE`: Spark reads every position of our sources' offsets (Kafka
 offsets, the generator's rows and timestamp, the file source's log offset) as a long."""
+MAX_PARTITION: Final = 2**31 - 1
+"""Java's `Integer.MAX_VALUE`: a Kafka partition number is an int."""
+KAFKA_TOPIC: Final = "kafka_topic"
+KAFKA_PARTITION: Final = "kafka_partition"
+KAFKA_OFFSET: Final = "kafka_offset"
+"""The keys of a sink's offsets in Connect's REST API (KIP-875): a partition is
+`{"kafka_topic", "kafka_partition"}`, its offset `{"kafka_offset"}`, the next to read."""
 
 
 class OffsetsError(ValueError):
@@ -60,3 +71,153 @@ def _shown(value: object) -> str:
     """`value` as JSON (`NaN`, `true`, `"12"`), cut short: it may be most of a body."""
     text = json.dumps(value)
     return text if len(text) <= 40 else f"{text[:40]}..."
+
+
+def task_partition(partition: object, where: str) -> tuple[int, int]:
+    """The `(task, source)` a partition of a Spark task's offsets names, as
+    `{"task": n, "source": i}` (`source` 0 when left out); raises `OffsetsError`."""
+    if isinstance(partition, dict) and not set(partition) - {"task", "source"}:
+        task, source = partition.get("task"), partition.get("source", 0)
+        if _is_index(task) and _is_index(source):
+            return task, source
+    raise OffsetsError(
+        f'{where} must be {{"task": n, "source": i}} with non-negative integers '
+        f"(got {_shown(partition)})"
+    )
+
+
+def _is_index(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+@dataclass(frozen=True)
+class InitialOffsets:
+    """Where a new connector's tasks start (KIP-995), checked: a sink's by Kafka
+    partition, a source's by task, as its own offset."""
+
+    positions: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    """A sink's: the next offset to read of each topic partition."""
+    marks: Mapping[int, Any] = field(default_factory=dict)
+    """A source's: the offset each task resumes after (its query's only source)."""
+
+    def handover(self) -> dict[str, dict[str, int]]:
+        """`positions` in the JSON shape of Spark's Kafka source offsets."""
+        shaped: dict[str, dict[str, int]] = {}
+        for (topic, partition), offset in sorted(self.positions.items()):
+            shaped.setdefault(topic, {})[str(partition)] = offset
+        return shaped
+
+
+OffsetEntry = tuple[object, object]
+"""One `{"partition", "offset"}` of a request, as given."""
+
+
+def initial_offsets(
+    entries: Sequence[OffsetEntry], connector_type: str, config: Mapping[str, str]
+) -> InitialOffsets:
+    """KIP-995's `initial_offsets` for a connector of `connector_type` and `config`, or
+    `OffsetsError` naming the first entry that is wrong.
+
+    A sink's partitions are Connect's (`kafka_topic`, `kafka_partition`), of topics
+    the sink reads (its `topics`, or those its `topics.regex` matches), each at most
+    once; a null offset leaves the partition where the sink would start it anyway. A
+    source's are `{"task": n, "source": 0}` of a task it may have (below `tasks.max`),
+    its offset the source's own, as `PATCH .../offsets` takes it: a new connector's
+    checkpoint gets the offsets of the one source every task here reads.
+    """
+    if not entries:
+        raise OffsetsError("initial_offsets cannot be empty: leave it out, or give offsets")
+    if connector_type == "sink":
+        return InitialOffsets(positions=_sink_positions(entries, config))
+    if connector_type == "source":
+        return InitialOffsets(marks=_source_marks(entries, config))
+    raise OffsetsError(f"a connector of type {connector_type!r} takes no initial offsets")
+
+
+def _sink_positions(
+    entries: Sequence[OffsetEntry], config: Mapping[str, str]
+) -> dict[tuple[str, int], int]:
+    reads = _sink_topics(config)
+    positions: dict[tuple[str, int], int] = {}
+    seen: set[tuple[str, int]] = set()
+    for index, (partition, offset) in enumerate(entries):
+        where = f"initial_offsets[{index}]"
+        topic, number = _kafka_partition(partition, f"{where}.partition")
+        if not reads(topic):
+            raise OffsetsError(
+                f"{where}.partition: the connector does not read topic {topic!r} (its "
+                "topics or topics.regex): a partition of another topic is no offset of its"
+            )
+        if (topic, number) in seen:
+            raise OffsetsError(f"{where}.partition: {topic}:{number} is given twice")
+        seen.add((topic, number))
+        if offset is not None:
+            positions[(topic, number)] = _kafka_offset(offset, f"{where}.offset")
+    return positions
+
+
+def _sink_topics(config: Mapping[str, str]) -> Callable[[str], bool]:
+    """Whether the sink reads a topic, by Connect's sink keys `topics`/`topics.regex`."""
+    named = {topic.strip() for topic in config.get("topics", "").split(",") if topic.strip()}
+    regex = config.get("topics.regex", "").strip()
+    pattern = compiled_pattern(regex) if regex and pattern_problem(regex) is None else None
+
+    def reads(topic: str) -> bool:
+        return topic in named or (pattern is not None and pattern.fullmatch(topic) is not None)
+
+    return reads
+
+
+def _kafka_partition(partition: object, where: str) -> tuple[str, int]:
+    if not isinstance(partition, dict) or set(partition) != {KAFKA_TOPIC, KAFKA_PARTITION}:
+        raise OffsetsError(
+            f'{where} must be {{"{KAFKA_TOPIC}": topic, "{KAFKA_PARTITION}": n}}, a Kafka '
+            f"partition as a sink's offsets name it (got {_shown(partition)})"
+        )
+    topic = partition[KAFKA_TOPIC]
+    if not isinstance(topic, str) or not topic.strip():
+        raise OffsetsError(f"{where}.{KAFKA_TOPIC} must be a topic name (got {_shown(topic)})")
+    return topic, _number(partition[KAFKA_PARTITION], f"{where}.{KAFKA_PARTITION}", MAX_PARTITION)
+
+
+def _kafka_offset(offset: object, where: str) -> int:
+    if not isinstance(offset, dict) or set(offset) != {KAFKA_OFFSET}:
+        raise OffsetsError(
+            f'{where} must be null or {{"{KAFKA_OFFSET}": n}}, the next offset to read '
+            f"(got {_shown(offset)})"
+        )
+    return _number(offset[KAFKA_OFFSET], f"{where}.{KAFKA_OFFSET}", MAX_POSITION)
+
+
+def _number(value: object, where: str, largest: int) -> int:
+    """A number as Connect takes it: a JSON integer or its digits as a string."""
+    number = int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else value
+    if _is_index(number) and number <= largest:
+        return number
+    raise OffsetsError(f"{where} must be an integer from 0 to {largest} (got {_shown(value)})")
+
+
+def _source_marks(entries: Sequence[OffsetEntry], config: Mapping[str, str]) -> dict[int, Any]:
+    tasks_max = config.get("tasks.max", "1").strip()
+    task_count = int(tasks_max) if tasks_max.isdigit() else 1
+    marks: dict[int, Any] = {}
+    seen: set[int] = set()
+    for index, (partition, offset) in enumerate(entries):
+        where = f"initial_offsets[{index}]"
+        task, source = task_partition(partition, f"{where}.partition")
+        if task >= task_count:
+            raise OffsetsError(
+                f"{where}.partition: the connector has no task {task} (tasks.max={task_count})"
+            )
+        if source != 0:
+            raise OffsetsError(
+                f"{where}.partition: a new connector's task starts with offsets for its "
+                "source 0 only (how many sources its query reads shows once it has run)"
+            )
+        if task in seen:
+            raise OffsetsError(f"{where}.partition: task {task} is given twice")
+        seen.add(task)
+        if offset is not None:
+            check_offset(offset, f"{where}.offset")
+            marks[task] = offset
+    return marks

@@ -30,7 +30,7 @@ from protocol.codec import Codec
 from protocol.messages import ConnectorTaskId, Subscription
 from protocol.versions import CURRENT_VERSION
 from tests.support.polling import wait_until_async
-from worker.runtime.task_offsets import SourceOffset
+from worker.runtime.task_offsets import InitialOffsets, OffsetsError, SourceOffset
 from worker.runtime.task_state import StateListener, TaskState, TaskStatus
 
 
@@ -194,6 +194,9 @@ class RecordingRuntime:
         default_factory=list
     )
     reset: list[str] = field(default_factory=list)
+    seeded: list[tuple[str, InitialOffsets]] = field(default_factory=list)
+    holding: set[str] = field(default_factory=set)
+    """Connectors whose name holds offsets already, which a seed is refused for."""
 
     statuses: dict[ConnectorTaskId, TaskStatus] = field(default_factory=dict)
     """The held tasks' statuses, as the Spark runtime keeps them."""
@@ -263,6 +266,11 @@ class RecordingRuntime:
 
     async def reset_offsets(self, connector: str) -> None:
         self.reset.append(connector)
+
+    async def seed_offsets(self, connector: str, seed: InitialOffsets) -> None:
+        if connector in self.holding:
+            raise OffsetsError(f"Connector {connector} has offsets already")
+        self.seeded.append((connector, seed))
 
 
 class CountingPlugins:
