@@ -40,6 +40,15 @@ _CONVERTER_SETTINGS: Final[dict[str, Setting]] = {
         "only the json converter has one, so elsewhere only false is accepted.",
         default="false",
     ),
+    "decimal.format": Setting(
+        "decimal.format",
+        "STRING",
+        "LOW",
+        "How the json converter writes a decimal: BASE64 (the base64 of its unscaled "
+        "bytes, Connect's default) or NUMERIC (a JSON number); it reads either.",
+        default="BASE64",
+        choices=("BASE64", "NUMERIC"),
+    ),
     AVRO_SCHEMA: Setting(
         AVRO_SCHEMA,
         "STRING",
