@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 import httpx
 
@@ -41,6 +42,15 @@ CONNECTOR: Final = "diff"
 """The connector the script lives with from creation to deletion."""
 PUT_CREATED: Final = "diff-put"
 STOPPED_FROM_START: Final = "diff-stopped"
+PINNED: Final = "diff-pinned"
+"""Created with `connector.plugin.version` (KIP-891)."""
+SEEDED: Final = "diff-seeded"
+"""Created with `initial_offsets` (KIP-995)."""
+CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
+TRANSFORM: Final = "org.apache.kafka.connect.transforms.MaskField$Value"
+PREDICATE: Final = "org.apache.kafka.connect.transforms.predicates.TopicNameMatches"
+ANOTHER_VERSION: Final = "9.9.9"
+NO_RANGE: Final = "[1.0"
 UNKNOWN: Final = "no-such-connector"
 UNKNOWN_PLUGIN: Final = "com.example.NoSuchConnector"
 UNKNOWN_LOGGER: Final = "no.such.logger.anywhere"
@@ -64,6 +74,8 @@ class RestTarget:
     """How `/connector-plugins/{plugin}` names that connector's plugin."""
     logger: str
     """A logger namespace that exists on the worker."""
+    initial_offsets: list[dict[str, Any]]
+    """Valid KIP-995 `initial_offsets` for the connector of `config`."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,8 @@ class Answer:
     error_code: int | None
     message: str
     """`message` of an error body, else the start of the body; shown, never compared."""
+    body: Any = field(default=None, compare=False)
+    """The JSON body, for the checks of what a few answers hold; never compared here."""
 
     def describe(self) -> str:
         """What is compared: `409 {error_code,message}`, plus `error_code=N` when that
@@ -84,20 +98,24 @@ class Answer:
         return text
 
 
-def body_shape(body: Any, by_name: bool) -> tuple[str, ...]:
+def body_shape(body: Any, by_name: bool, nested: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Top-level keys; `[]` then the union of its elements' keys for a list; `*` then
-    the union of its values' keys for a map keyed by names (`by_name`)."""
+    the union of its values' keys for a map keyed by names (`by_name`); then for each
+    key in `nested`, `key{...}`: the keys of that object, or of that list's elements."""
     if isinstance(body, list):
         return ("[]", *sorted({k for item in body if isinstance(item, dict) for k in item}))
     if isinstance(body, dict):
         if by_name:
             values = body.values()
             return ("*", *sorted({k for value in values if isinstance(value, dict) for k in value}))
-        return tuple(sorted(body))
+        inner = tuple(f"{key}{{{','.join(body_shape(body.get(key), False))}}}" for key in nested)
+        return (*sorted(body), *inner)
     return (type(body).__name__,)
 
 
-def answer_of(label: str, response: httpx.Response, by_name: bool = False) -> Answer:
+def answer_of(
+    label: str, response: httpx.Response, by_name: bool = False, nested: tuple[str, ...] = ()
+) -> Answer:
     if not response.content:
         return Answer(label, response.status_code, (EMPTY,), None, "")
     try:
@@ -109,9 +127,10 @@ def answer_of(label: str, response: httpx.Response, by_name: bool = False) -> An
     return Answer(
         label,
         response.status_code,
-        body_shape(body, by_name),
+        body_shape(body, by_name, nested),
         error_code if isinstance(error_code, int) else None,
         str(message) if message is not None else response.text[:200],
+        body,
     )
 
 
@@ -133,6 +152,7 @@ class ScriptRun:
         raw: bytes | None = None,
         content_type: str = "application/json",
         by_name: bool = False,
+        nested: tuple[str, ...] = (),
     ) -> Answer:
         """One call; `body` is sent as JSON, `raw` as it is (malformed JSON, say)."""
         content = raw if raw is not None else None if body is None else json.dumps(body).encode()
@@ -140,7 +160,7 @@ class ScriptRun:
         response = self.client.request(
             method, f"{self.target.url}{path}", content=content, headers=headers
         )
-        answer = answer_of(label, response, by_name)
+        answer = answer_of(label, response, by_name, nested)
         self.answers.append(answer)
         return answer
 
@@ -259,6 +279,71 @@ def server_and_plugins(run: ScriptRun) -> None:
         f"{plugin}/config/validate",
         raw=MALFORMED,
     )
+    for kind, name in (
+        ("converter", CONVERTER),
+        ("transform", TRANSFORM),
+        ("predicate", PREDICATE),
+    ):
+        run.call(
+            f"GET /connector-plugins/{{{kind}}}/config", "GET", f"/connector-plugins/{name}/config"
+        )
+    for label, version in (
+        ("latest", "latest"),
+        ("another", ANOTHER_VERSION),
+        ("no range", NO_RANGE),
+    ):
+        run.call(
+            f"GET /connector-plugins/{{p}}/config?version= ({label})",
+            "GET",
+            f"{plugin}/config?version={quote(version)}",
+        )
+
+
+def plugin_version(run: ScriptRun) -> str:
+    """The version the target's listing gives its connector's plugin."""
+    listed = run.get("/connector-plugins")
+    plugin = next(p for p in listed if run.target.plugin in (p["class"], p.get("alias")))
+    version: str = plugin["version"]
+    return version
+
+
+def versions(run: ScriptRun) -> None:
+    """KIP-891: `version` in every state, `*.plugin.version` right and wrong."""
+    run.call(
+        "GET /connectors/{c}/status (the states' keys)",
+        "GET",
+        f"{C}/status",
+        nested=("connector", "tasks"),
+    )
+
+    def post(label: str, **changes: str) -> None:
+        body = {"name": PINNED, "config": config_of(run, PINNED, **changes)}
+        run.call(f"POST /connectors ({label})", "POST", "/connectors", body=body)
+
+    post("connector.plugin.version another", connector_plugin_version=ANOTHER_VERSION)
+    post("connector.plugin.version no range", connector_plugin_version=NO_RANGE)
+    post(
+        "value.converter.plugin.version another",
+        value_converter=CONVERTER,
+        value_converter_plugin_version=ANOTHER_VERSION,
+    )
+    post("connector.plugin.version the plugin's", connector_plugin_version=plugin_version(run))
+    run.wait_state(PINNED, "RUNNING", 1)
+    run.call("DELETE /connectors/{c} (pinned version)", "DELETE", f"/connectors/{PINNED}")
+
+
+def initial_offsets(run: ScriptRun) -> None:
+    """KIP-995: `initial_offsets` right (created STOPPED, so no task runs) and wrong."""
+    wrong = [{"partition": {"task": 0}, "offset": {"offset": -1}}]
+    for label, offsets in (("right", run.target.initial_offsets), ("wrong", wrong)):
+        body = {
+            "name": SEEDED,
+            "config": config_of(run, SEEDED),
+            "initial_state": "STOPPED",
+            "initial_offsets": offsets,
+        }
+        run.call(f"POST /connectors (initial_offsets {label})", "POST", "/connectors", body=body)
+        run.client.delete(f"{run.target.url}/connectors/{SEEDED}")
 
 
 def create(run: ScriptRun) -> None:
@@ -545,6 +630,8 @@ SCRIPT: Final[tuple[Callable[[ScriptRun], None], ...]] = (
     server_and_plugins,
     create,
     read,
+    versions,
+    initial_offsets,
     unknown_connector,
     configs,
     restarts,
@@ -563,7 +650,8 @@ def sparkherd_target(url: str, output: Path) -> RestTarget:
         # A batch a second: the states and offsets the script waits for come sooner.
         return {**generator_config(output / name, 1), "batch.interval.ms": "1000"}
 
-    return RestTarget("sparkherd", url, config, "generator", "herder")
+    seeded = [{"partition": {"task": 0, "source": 0}, "offset": {"offset": 100, "timestamp": 0}}]
+    return RestTarget("sparkherd", url, config, "generator", "herder", seeded)
 
 
 def connect_target(url: str) -> RestTarget:
@@ -573,6 +661,7 @@ def connect_target(url: str) -> RestTarget:
         lambda name: verifiable_source_config(f"{name}-records", 1, 10),
         VERIFIABLE_SOURCE,
         "org.apache.kafka.connect.runtime",
+        [{"partition": {"id": 0}, "offset": {"seqno": 100}}],
     )
 
 
@@ -733,10 +822,31 @@ INTENTIONAL: Final[Mapping[str, str]] = {
         "`connector.class`, which the class name alone does not show. Connect's fields are "
         "all there, with their meanings.",
     ),
-    "GET /connectors/{c}/tasks/0/status: connect 200 {id,state,version,worker_id}; "
-    "sparkherd 200 {id,started_at,state,version,worker_id}": (
+    **dict.fromkeys(
+        (
+            "GET /connectors/{c}/tasks/0/status: connect 200 {id,state,version,worker_id}; "
+            "sparkherd 200 {id,started_at,state,version,worker_id}",
+            "GET /connectors/{c}/status (the states' keys): connect 200 "
+            "{connector,name,tasks,type,connector{state,version,worker_id},"
+            "tasks{[],id,state,version,worker_id}}; sparkherd 200 "
+            "{connector,name,tasks,type,connector{state,version,worker_id},"
+            "tasks{[],id,started_at,state,version,worker_id}}",
+        ),
         "`started_at` (when the task's current run began) is sparkherd's extension. The "
-        "`tasks` entries of every status body differ the same way."
+        "`tasks` entries of every status body differ the same way.",
+    ),
+    **dict.fromkeys(
+        (
+            "POST /connectors (initial_offsets right): connect 500 {error_code,message}; "
+            "sparkherd 201 {config,name,offsets_status,tasks,type}",
+            "POST /connectors (initial_offsets wrong): connect 500 {error_code,message}; "
+            "sparkherd 400 {error_code,message}",
+        ),
+        "KIP-995 (`initial_offsets` in POST /connectors) is accepted but Connect 4.1 does not "
+        "implement it: its Jackson refuses the unknown field with a 500, valid or not. "
+        "sparkherd implements the KIP: the connector starts from the offsets given (201, "
+        "with the KIP's `offsets_status`), and offsets that are wrong are a 400 that creates "
+        "nothing.",
     ),
     "PATCH /connectors/{c}/offsets (never ran): "
     "connect 200 {message}; sparkherd 400 {error_code,message}": (

@@ -22,6 +22,21 @@ def test_an_object_is_compared_by_its_keys_a_list_by_its_elements_keys() -> None
     assert body_shape(["a", "b"], by_name=False) == ("[]",)
 
 
+def test_nested_objects_asked_for_are_compared_by_their_keys_too() -> None:
+    status = {
+        "name": "c",
+        "connector": {"state": "RUNNING", "version": "1"},
+        "tasks": [{"id": 0, "version": "1"}, {"id": 1, "trace": "x"}],
+    }
+    assert body_shape(status, by_name=False, nested=("connector", "tasks")) == (
+        "connector",
+        "name",
+        "tasks",
+        "connector{state,version}",
+        "tasks{[],id,trace,version}",
+    )
+
+
 def test_a_map_keyed_by_names_is_compared_by_its_values_keys() -> None:
     loggers = {"root": {"level": "INFO", "last_modified": None}, "a.b": {"level": "WARN"}}
     assert body_shape(loggers, by_name=True) == ("*", "last_modified", "level")
