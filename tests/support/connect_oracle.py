@@ -165,6 +165,13 @@ class ConnectOracle:
         )
         return None if out is None else _record(out)
 
+    def header_bytes(self, spec: Spec | None, value: object) -> bytes | None:
+        """What Connect's default header converter (`SimpleHeaderConverter`) writes for a
+        header value of schema `spec` (None: schemaless), as a record's headers come out
+        of `apply`."""
+        written = self._oracle.headerBytes(json.dumps(spec), json.dumps(to_json(spec, value)))
+        return None if written is None else bytes(written)
+
     # -- plumbing -------------------------------------------------------------------------
 
     def _instance(self, class_name: str) -> Any:

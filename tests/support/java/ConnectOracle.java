@@ -35,6 +35,7 @@ import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.storage.Converter;
+import org.apache.kafka.connect.storage.SimpleHeaderConverter;
 import org.apache.kafka.connect.transforms.Transformation;
 import org.apache.kafka.connect.transforms.predicates.Predicate;
 
@@ -94,6 +95,16 @@ public final class ConnectOracle {
             }
         }
         return current == null ? "null" : JSON.writeValueAsString(json(current));
+    }
+
+    /**
+     * The bytes Connect's default header converter (SimpleHeaderConverter) writes for a
+     * header value `value` (JSON form) of the schema `spec` (null: schemaless); null for none.
+     */
+    public static byte[] headerBytes(String spec, String value) throws Exception {
+        Schema schema = schema(spec);
+        SimpleHeaderConverter converter = new SimpleHeaderConverter();
+        return converter.fromConnectHeader("topic", "header", schema, value(schema, JSON.readTree(value)));
     }
 
     static SinkRecord record(JsonNode node) throws Exception {
