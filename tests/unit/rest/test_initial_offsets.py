@@ -21,22 +21,17 @@ def create(client: TestClient, offsets: Any) -> Any:
     )
 
 
-def test_the_tasks_start_from_the_initial_offsets(client: TestClient, herder: FakeHerder) -> None:
+def test_the_tasks_start_from_the_initial_offsets_given(
+    client: TestClient, herder: FakeHerder
+) -> None:
     answer = create(client, [{"partition": {"task": 1, "source": 0}, "offset": {"offset": 9}}])
+    plain = client.post("/connectors", json={"name": "plain", "config": CONFIG})
 
     assert answer.status_code == 201
     assert answer.json()["offsets_status"].startswith("The offsets for this connector have been")
+    assert plain.status_code == 201
+    assert "offsets_status" not in plain.json()
     assert herder.runtime.seeded == [("gen", InitialOffsets(marks={1: {"offset": 9}}))]
-
-
-def test_a_create_without_initial_offsets_seeds_nothing(
-    client: TestClient, herder: FakeHerder
-) -> None:
-    answer = client.post("/connectors", json={"name": "gen", "config": CONFIG})
-
-    assert answer.status_code == 201
-    assert "offsets_status" not in answer.json()
-    assert herder.runtime.seeded == []
 
 
 @pytest.mark.parametrize(

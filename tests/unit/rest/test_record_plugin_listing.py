@@ -97,12 +97,20 @@ def test_a_transform_lists_its_settings_as_the_catalog_has_them(
     ] == expected
 
 
+@pytest.mark.parametrize("requirement", ["latest", SPARKHERD, f"[{SPARKHERD},)"])
+def test_a_schema_asked_for_a_version_range_the_plugin_is_in_is_answered(
+    client: TestClient, requirement: str
+) -> None:
+    response = client.get("/connector-plugins/generator/config", params={"version": requirement})
+
+    assert response.status_code == 200
+    definitions = {d["name"]: d for d in response.json()}
+    assert definitions["connector.plugin.version"]["default_value"] == SPARKHERD
+
+
 @pytest.mark.parametrize(
     ("plugin", "requirement", "status", "message"),
     [
-        ("generator", "latest", 200, None),
-        ("generator", SPARKHERD, 200, None),
-        ("generator", f"[{SPARKHERD},)", 200, None),
         ("generator", "[0,0.0.1]", 400, "which does not match the required version range"),
         ("generator", "[1.0", 400, "invalid version requirement '[1.0': Unbounded range"),
         (JSON, SPARKHERD, 200, None),
@@ -125,16 +133,17 @@ def test_connector_plugin_version_defaults_to_the_plugin_version(client: TestCli
     assert definitions["connector.plugin.version"]["default_value"] == SPARKHERD
 
 
-def _errors(client: TestClient, config: dict[str, str]) -> dict[str, list[str]]:
+def _validated(client: TestClient, config: dict[str, str]) -> dict[str, list[str]]:
+    """Each defined key's errors in the validate answer for a generator `config`."""
     body: dict[str, Any] = client.put(
         "/connector-plugins/generator/config/validate",
         json={"output.path": "/data/out", **config},
     ).json()
-    return {
-        c["definition"]["name"]: c["value"]["errors"]
-        for c in body["configs"]
-        if c["value"]["errors"]
-    }
+    return {c["definition"]["name"]: c["value"]["errors"] for c in body["configs"]}
+
+
+def _errors(client: TestClient, config: dict[str, str]) -> dict[str, list[str]]:
+    return {key: errors for key, errors in _validated(client, config).items() if errors}
 
 
 @pytest.mark.parametrize(
@@ -146,10 +155,13 @@ def _errors(client: TestClient, config: dict[str, str]) -> dict[str, list[str]]:
         {"value.converter.plugin.version": SPARKHERD, "key.converter.plugin.version": "latest"},
     ],
 )
-def test_a_version_the_worker_has_validates_clean(
+def test_a_version_the_worker_has_validates_clean_on_its_key(
     client: TestClient, config: dict[str, str]
 ) -> None:
-    assert _errors(client, config) == {}
+    validated = _validated(client, config)
+
+    assert {key: validated[key] for key in config} == {key: [] for key in config}
+    assert not any(validated.values())
 
 
 @pytest.mark.parametrize(
