@@ -33,6 +33,7 @@ from worker.plugins.versions import version_problem
 
 ENTRY_POINT_GROUP: Final = "sparkherd.connectors"
 CONNECTOR_CLASS: Final = "connector.class"
+VERSION: Final = ".plugin.version"
 CONNECTOR_VERSION: Final = "connector.plugin.version"
 CONVERTER_VERSIONS: Final = {
     "key.converter.plugin.version": "The key converter",
@@ -65,8 +66,15 @@ def distribution_version(module: str) -> str | None:
     """The version of the installed distribution that ships `module`'s top-level
     package, as Connect reports the version of the jar a plugin came from; None when no
     installed distribution ships it."""
-    owners = packages_distributions().get(module.partition(".")[0], ())
+    owners = _owners().get(module.partition(".")[0], ())
     return package_version(owners[0]) if owners else None
+
+
+@cache
+def _owners() -> Mapping[str, list[str]]:
+    """Which installed distributions ship each top-level package: read once, since it
+    reads every distribution's metadata."""
+    return packages_distributions()
 
 
 def plugin_version(connector: type[Connector]) -> str | None:
@@ -236,18 +244,21 @@ class FrameworkSettings(AutoRestartSettings, _ConverterVersions, _ConnectorAndTa
         return problems
 
     def version_problems(self, connector: type[Connector]) -> list[ConfigProblem]:
-        """A `*.plugin.version` that does not admit the version this worker has."""
-        given = self.model_dump(by_alias=True)
-        installed = [
-            (CONNECTOR_VERSION, f"Plugin {qualified_name(connector)}", plugin_version(connector))
-        ]
-        installed += [(key, what, builtin_version()) for key, what in CONVERTER_VERSIONS.items()]
-        return [
-            ConfigProblem(key, problem)
-            for key, what, version in installed
-            if (spec := given[key]) is not None
-            and (problem := version_problem(spec, what, version)) is not None
-        ]
+        """A `*.plugin.version` that does not admit the version this worker has. Versions
+        are looked up only for the keys given: a look-up reads every installed
+        distribution's metadata once, which no config without them should pay for."""
+        given = {k: v for k, v in self.model_dump(by_alias=True).items() if k.endswith(VERSION)}
+        problems = []
+        for key, spec in given.items():
+            if spec is None:
+                continue
+            if key == CONNECTOR_VERSION:
+                what, version = f"Plugin {qualified_name(connector)}", plugin_version(connector)
+            else:
+                what, version = CONVERTER_VERSIONS[key], builtin_version()
+            if (problem := version_problem(spec, what, version)) is not None:
+                problems.append(ConfigProblem(key, problem))
+        return problems
 
 
 @dataclass(frozen=True)
