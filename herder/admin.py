@@ -235,6 +235,12 @@ class ClusterAdmin:
         self, name: str, config: Mapping[str, str], offsets: Sequence[OffsetEntry]
     ) -> None:
         """`offsets` checked against the connector `config` makes, then in place."""
+        if not self._plugins.takes_initial_offsets(config):
+            raise InvalidOffsets(
+                f"initial_offsets: {config.get('connector.class')} cannot start from offsets "
+                "given at create (its offsets are bound to files Spark keeps beside them); "
+                "create it without them"
+            )
         try:
             seed = initial_offsets(offsets, self._plugins.connector_type(config), config)
             await self._offsets.seed_offsets(name, seed)

@@ -102,6 +102,10 @@ class ConnectorPlugins(Protocol):
 
     def connector_type(self, config: Mapping[str, str]) -> str: ...
 
+    def takes_initial_offsets(self, config: Mapping[str, str]) -> bool:
+        """Whether the connector's tasks can start from offsets given at create (KIP-995)."""
+        ...
+
     def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
         """How often the leader recomputes this connector's task configs; None: only
         when its config changes."""

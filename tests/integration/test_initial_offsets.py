@@ -148,6 +148,20 @@ def test_a_source_resumes_after_its_initial_mark(
     api.call("DELETE", f"/connectors/{table}", 204)
 
 
+def test_a_source_bound_to_files_refuses_initial_offsets(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    api = Api(worker.url, TIMEOUT_S)
+    config = {"connector.class": "generator", "output.path": str(tmp_path / "out")}
+    offsets = [{"partition": {"task": 0}, "offset": {"offset": 100, "timestamp": 0}}]
+    body = {"name": "seeded-generator", "config": config, "initial_offsets": offsets}
+
+    refused = api.call("POST", "/connectors", 400, json=body).json()
+
+    assert "generator cannot start from offsets given at create" in refused["message"]
+    api.call("GET", "/connectors/seeded-generator", 404)
+
+
 @pytest.mark.parametrize(
     ("offsets", "message"),
     [

@@ -201,6 +201,17 @@ class Connector(ABC):
     def validate(self, config: Mapping[str, str]) -> BaseModel:
         return parse_config(self.config_model, config)
 
+    @classmethod
+    def takes_initial_offsets(cls) -> bool:
+        """Whether a new connector's tasks can start from offsets given at create
+        (KIP-995's `initial_offsets`). A sink's are Kafka positions, which every sink task
+        takes as it starts a fresh checkpoint. A source's become its checkpoint's first,
+        committed batch, which suits a source whose offset alone says where it stands;
+        not one that reads or writes files through Spark, whose file logs (the input's, in
+        the checkpoint; the output's, in its directory) would lack that batch. A plugin
+        that knows better says so."""
+        return cls.connector_type == "sink" or not (cls.output_path_keys or cls.input_path_keys)
+
     def validate_with_spark(self, config: Mapping[str, str], spark: SparkSession) -> None:
         """Checks only Spark can make (a SQL query, a DDL schema), run on the leader when a
         config is created, changed or validated; raise `ConnectorConfigError`. Blocking.

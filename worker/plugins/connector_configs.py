@@ -300,6 +300,9 @@ class RegistryPlugins:
     def connector_type(self, config: Mapping[str, str]) -> str:
         return self._plugin(config).connector_type
 
+    def takes_initial_offsets(self, config: Mapping[str, str]) -> bool:
+        return self._plugin(config).takes_initial_offsets()
+
     def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
         """A class attribute: the plugin is looked up, the config not validated (the
         herder asks for every connector each time its loop wakes)."""

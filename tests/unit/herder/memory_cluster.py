@@ -295,6 +295,9 @@ class CountingPlugins:
     def connector_type(self, config: Mapping[str, str]) -> str:
         return "source"
 
+    def takes_initial_offsets(self, config: Mapping[str, str]) -> bool:
+        return "files" not in config
+
     def task_configs_refresh_s(self, config: Mapping[str, str]) -> float | None:
         return None
 

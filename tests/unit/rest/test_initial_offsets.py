@@ -67,6 +67,20 @@ def test_a_name_that_holds_offsets_already_is_a_400_and_nothing_is_created(
     assert client.get("/connectors/gen").status_code == 404
 
 
+def test_a_connector_bound_to_files_refuses_initial_offsets(
+    client: TestClient, herder: FakeHerder
+) -> None:
+    offsets = [{"partition": {"task": 0}, "offset": {"logOffset": 3}}]
+    body = {"name": "gen", "config": {**CONFIG, "files": "in"}, "initial_offsets": offsets}
+
+    answer = client.post("/connectors", json=body)
+
+    assert answer.status_code == 400
+    assert "cannot start from offsets given at create" in answer.json()["message"]
+    assert client.get("/connectors/gen").status_code == 404
+    assert herder.runtime.seeded == []
+
+
 def test_an_invalid_config_is_refused_before_its_offsets_are_looked_at(
     client: TestClient, herder: FakeHerder
 ) -> None:

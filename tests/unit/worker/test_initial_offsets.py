@@ -8,6 +8,11 @@ from typing import Any
 
 import pytest
 
+from worker.connectors.files.files_to_kafka import FilesToKafkaConnector
+from worker.connectors.files.kafka_to_files import KafkaToFilesConnector
+from worker.connectors.generator import GeneratorConnector
+from worker.connectors.jdbc.jdbc_to_kafka import JdbcToKafkaConnector
+from worker.plugins.api import Connector
 from worker.runtime.task_offsets import (
     MAX_POSITION,
     InitialOffsets,
@@ -113,3 +118,18 @@ def test_a_task_given_twice_is_refused() -> None:
 def test_no_offsets_at_all_is_refused() -> None:
     with pytest.raises(OffsetsError, match="initial_offsets cannot be empty"):
         initial_offsets([], "sink", SINK)
+
+
+@pytest.mark.parametrize(
+    ("connector", "takes"),
+    [
+        (KafkaToFilesConnector, True),
+        (JdbcToKafkaConnector, True),
+        (GeneratorConnector, False),
+        (FilesToKafkaConnector, False),
+    ],
+)
+def test_sinks_and_sources_bound_to_no_files_take_initial_offsets(
+    connector: type[Connector], takes: bool
+) -> None:
+    assert connector.takes_initial_offsets() is takes
