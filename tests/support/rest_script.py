@@ -35,6 +35,7 @@ from tests.support.kafka_connect import (
     connect_jars,
     verifiable_source_config,
 )
+from tests.support.kafka_topics import new_topic
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port
 
@@ -74,8 +75,10 @@ class RestTarget:
     """How `/connector-plugins/{plugin}` names that connector's plugin."""
     logger: str
     """A logger namespace that exists on the worker."""
+    seeded: Callable[[str], Mapping[str, str]]
+    """A valid config of a connector that takes `initial_offsets` (KIP-995)."""
     initial_offsets: list[dict[str, Any]]
-    """Valid KIP-995 `initial_offsets` for the connector of `config`."""
+    """Valid `initial_offsets` for the connector of `seeded`."""
 
 
 @dataclass(frozen=True)
@@ -338,7 +341,7 @@ def initial_offsets(run: ScriptRun) -> None:
     for label, offsets in (("right", run.target.initial_offsets), ("wrong", wrong)):
         body = {
             "name": SEEDED,
-            "config": config_of(run, SEEDED),
+            "config": run.target.seeded(SEEDED),
             "initial_state": "STOPPED",
             "initial_offsets": offsets,
         }
@@ -645,22 +648,41 @@ SCRIPT: Final[tuple[Callable[[ScriptRun], None], ...]] = (
 # --- both systems ------------------------------------------------------------------------
 
 
-def sparkherd_target(url: str, output: Path) -> RestTarget:
+def sparkherd_target(url: str, output: Path, bootstrap_servers: str, topic: str) -> RestTarget:
+    """`topic`: one the connector created with `initial_offsets` (a sink) reads."""
+
     def config(name: str) -> dict[str, str]:
         # A batch a second: the states and offsets the script waits for come sooner.
         return {**generator_config(output / name, 1), "batch.interval.ms": "1000"}
 
-    seeded = [{"partition": {"task": 0, "source": 0}, "offset": {"offset": 100, "timestamp": 0}}]
-    return RestTarget("sparkherd", url, config, "generator", "herder", seeded)
+    def seeded(name: str) -> dict[str, str]:
+        return {
+            "connector.class": "kafka-to-files",
+            "kafka.bootstrap.servers": bootstrap_servers,
+            "topics": topic,
+            "output.path": str(output / name),
+        }
+
+    offsets = [
+        {
+            "partition": {"kafka_topic": topic, "kafka_partition": 0},
+            "offset": {"kafka_offset": 100},
+        }
+    ]
+    return RestTarget("sparkherd", url, config, "generator", "herder", seeded, offsets)
 
 
 def connect_target(url: str) -> RestTarget:
+    def config(name: str) -> dict[str, str]:
+        return verifiable_source_config(f"{name}-records", 1, 10)
+
     return RestTarget(
         "connect",
         url,
-        lambda name: verifiable_source_config(f"{name}-records", 1, 10),
+        config,
         VERIFIABLE_SOURCE,
         "org.apache.kafka.connect.runtime",
+        config,
         [{"partition": {"id": 0}, "offset": {"seqno": 100}}],
     )
 
@@ -711,7 +733,11 @@ def run_differential(bootstrap_servers: str, root: Path, timeout_s: float = 180)
         seconds["connect ready"] = round(time.monotonic() - started, 1)
         sparkherd.wait_ready(timeout_s)
         seconds["sparkherd ready"] = round(time.monotonic() - started, 1)
-        targets = (connect_target(connect.url), sparkherd_target(sparkherd.url, root / "out"))
+        topic = new_topic(bootstrap_servers, "diff-seeded", 1)
+        targets = (
+            connect_target(connect.url),
+            sparkherd_target(sparkherd.url, root / "out", bootstrap_servers, topic),
+        )
         with ThreadPoolExecutor(max_workers=2) as pool:
             connect_answers, sparkherd_answers = pool.map(timed, targets)
         return Differential(connect_answers, sparkherd_answers, seconds)
