@@ -26,6 +26,7 @@ from worker.plugins.api import (
     parse_config,
 )
 from worker.records.errors.settings import not_reading_kafka_problems
+from worker.records.transforms.config import no_chain_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -104,8 +105,10 @@ class GeneratorConnector(Connector):
     checkpoint_keys = ("output.path",)
 
     def validate(self, config: Mapping[str, str]) -> BaseModel:
-        """The settings, and no `errors.deadletterqueue.*` key: no Kafka record is read."""
+        """The settings, and no `errors.deadletterqueue.*` or `transforms` key: no Kafka
+        record is read or written."""
         problems = not_reading_kafka_problems(config, self.name)
+        problems += no_chain_problems(config, self.name)
         try:
             settings = parse_config(self.config_model, config)
         except ConnectorConfigError as exc:

@@ -4,6 +4,7 @@ once (files-to-kafka, jdbc-to-kafka)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,9 +14,11 @@ from worker.kafka.transactions import ExactlyOnceSupport
 from worker.plugins.api import JAVA_INT_MAX
 from worker.records.converters.columns import encode, row_payload, top_level
 from worker.records.converters.spec import RecordConverters
+from worker.records.transforms.config import parse_chain
+from worker.records.transforms.source_chain import chained_source_rows
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
 
 CONVERTER_DEFAULTS: Final = {
@@ -62,3 +65,26 @@ def encoded_row(
     if key_field:
         key = encode(converters.key, top_level(key_field), schema[key_field].dataType)
     return key, encode(converters.value, *row_payload(converters.value, schema))
+
+
+def published_rows(
+    rows: DataFrame,
+    origin: Column,
+    topic: str,
+    key_field: str | None,
+    converters: RecordConverters,
+    config: Mapping[str, str],
+) -> DataFrame:
+    """(origin, topic, key, value) for the `sparkherd-kafka` sink: each row encoded, or,
+    with a `transforms` chain in `config`, each row's record as the chain leaves it (with
+    its headers and the topic it routes it to; `worker.records.transforms.source_chain`).
+    `ConverterMismatchError` when a converter cannot write what the rows hold."""
+    from pyspark.sql import functions as f
+
+    chain = parse_chain(config)
+    if chain:
+        return chained_source_rows(rows, origin, topic, key_field, converters, chain, config)
+    key, value = encoded_row(rows.schema, key_field, converters)
+    return rows.select(
+        origin.alias("origin"), f.lit(topic).alias("topic"), key.alias("key"), value.alias("value")
+    )

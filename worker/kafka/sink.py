@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
@@ -73,8 +73,9 @@ class OutRow:
     origin: str
     key: bytes | None
     value: bytes | None
-    headers: tuple[tuple[str, bytes], ...] = ()
-    """The record's own headers, sent before the sink's (a dead letter queue record's)."""
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    """The record's own headers, sent before the sink's (a dead letter queue record's, a
+    transform's); a header may have no value."""
     topic: str | None = None
     """Where the row goes, when not to the batch's one topic (see `publish_batch`)."""
 
@@ -174,12 +175,15 @@ def publish_batch(
     """Send the rows of one partition of one batch that this sink has not sent yet; in
     one transaction when `transactional` (the client's producer started them and its
     consumer reads `read_committed`). A row goes to `topic` unless it names its own
-    (`OutRow.topic`), which must be one of `routed`: the intent holds the ends of every
-    topic a row of the batch may go to."""
+    (`OutRow.topic`): the intent holds the ends of `topic` and the `routed` topics known
+    before the batch; one that a transform made from a record (a topic with the record's
+    date) is checked for what this sink sent there from its start when the batch runs
+    again."""
     topics = dict.fromkeys([topic, *routed])
     partitions = [TopicPartition(name, p) for name in topics for p in kafka.partitions(name)]
     since, seen_before = intents.open(batch, lambda: kafka.end_offsets(partitions))
     done = already_published(kafka, sink_id, since, partitions) if seen_before else set()
+    looked_at = set(topics)
 
     def check_claim() -> None:
         holder = fenced_by()
@@ -192,6 +196,11 @@ def publish_batch(
         kafka.begin_transaction()
     try:
         while chunk := list(islice(pending, CHUNK_ROWS)):
+            unseen = {row.topic for _, row in chunk if row.topic} - looked_at
+            looked_at |= unseen
+            if seen_before and unseen:
+                more = [TopicPartition(t, p) for t in unseen for p in kafka.partitions(t)]
+                done |= already_published(kafka, sink_id, since, more)
             fresh = [
                 (row.topic, _outgoing(sink_id, identity, row))
                 for identity, row in chunk
@@ -200,8 +209,6 @@ def publish_batch(
             skipped += len(chunk) - len(fresh)
             check_claim()
             for destination, records in _by_topic(topic, fresh).items():
-                if destination not in topics:
-                    raise ValueError(f"a row names topic {destination!r}, not one of {[*topics]}")
                 kafka.publish(destination, records)
                 sent += len(records)
         if transactional:
@@ -238,7 +245,8 @@ def _outgoing(sink_id: str, identity: Identity, row: OutRow) -> Outgoing:
         (ORIGIN_HEADER, origin.encode()),
         (SEQ_HEADER, str(seq).encode()),
     )
-    return Outgoing(row.key, row.value, headers)
+    # aiokafka writes a header without a value (null), as Kafka has them.
+    return Outgoing(row.key, row.value, cast("tuple[tuple[str, bytes], ...]", headers))
 
 
 def _as_bytes(value: object) -> bytes | None:
@@ -249,6 +257,14 @@ def _as_bytes(value: object) -> bytes | None:
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     raise TypeError(f"key and value must be strings or binary, not {type(value).__name__}")
+
+
+def _headers(row: object) -> tuple[tuple[str, bytes | None], ...]:
+    """A row's `headers` column (what a transform wrote), when it has one."""
+    if "headers" not in getattr(row, "__fields__", ()):
+        return ()
+    headers = row["headers"] or ()  # type: ignore[index]
+    return tuple((str(h["key"]), _as_bytes(h["value"])) for h in headers)
 
 
 class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
@@ -284,6 +300,7 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
                 str(row["origin"]),  # type: ignore[index]
                 _as_bytes(row["key"]),  # type: ignore[index]
                 _as_bytes(row["value"]),  # type: ignore[index]
+                _headers(row),
                 topic=str(row["topic"]) if self._routed else None,  # type: ignore[index]
             )
             for row in iterator

@@ -53,7 +53,11 @@ from worker.connectors.jdbc.source import (
     TableReadError,
     TableSource,
 )
-from worker.connectors.source_records import CONVERTER_DEFAULTS, PublishOnceSettings, encoded_row
+from worker.connectors.source_records import (
+    CONVERTER_DEFAULTS,
+    PublishOnceSettings,
+    published_rows,
+)
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.spark_io import publish_once, register
 from worker.kafka.topic_admin import ensure_source_topic
@@ -76,6 +80,8 @@ from worker.records.converters.spec import (
     record_converters,
 )
 from worker.records.errors.settings import not_reading_kafka_problems
+from worker.records.transforms.config import chain_problems, parse_chain, routed_topics
+from worker.records.transforms.routing import known_routes
 from worker.runtime.checkpoint_offsets import committed_offsets
 from worker.runtime.start_deadline import START_TIMEOUT_MS_DEFAULT, StartDeadline
 
@@ -289,25 +295,23 @@ def table_records(
     topic: str,
     settings: JdbcToKafkaSettings,
     converters: RecordConverters,
+    config: Mapping[str, str],
 ) -> DataFrame:
-    """One table's new rows as (origin, topic, key, value) for the Kafka sink."""
+    """One table's new rows as (origin, topic, key, value) for the Kafka sink, through the
+    connector's `transforms` chain if it has one."""
     from pyspark.sql import functions as f
 
     schema = spark_schema(source)
     rows = spark.readStream.format(JdbcDataSource.name()).schema(schema)
     rows = rows.options(**source.options()).load()
     try:
-        key, value = encoded_row(schema, settings.key_field, converters)
+        return published_rows(
+            rows, f.lit(source.table), topic, settings.key_field, converters, config
+        )
     except ConverterMismatchError as exc:
         raise ValueError(
             f"Cannot publish table {source.table!r}: {exc.key}: {exc.problem}"
         ) from None
-    return rows.select(
-        f.lit(source.table).alias("origin"),
-        f.lit(topic).alias("topic"),
-        key.alias("key"),
-        value.alias("value"),
-    )
 
 
 class JdbcToKafkaTask(Task):
@@ -317,8 +321,9 @@ class JdbcToKafkaTask(Task):
         check_checkpoint_tables(context.checkpoint_dir, context.task, tables)
         sources = [table_source(settings, table, context.deadline) for table in tables]
         topics = [settings.topic(table) for table in tables]
+        routes = known_routes(spark, parse_chain(context.task_config), topics)
         with settings.connection.open("sparkherd-jdbc-to-kafka") as kafka:
-            for topic in topics:
+            for topic in routes:
                 ensure_source_topic(
                     kafka,
                     settings.bootstrap_servers,
@@ -328,18 +333,18 @@ class JdbcToKafkaTask(Task):
                 )
         register(spark, JdbcDataSource)
         frames = [
-            table_records(spark, source, topic, settings, converters)
+            table_records(spark, source, topic, settings, converters, context.task_config)
             for source, topic in zip(sources, topics, strict=True)
         ]
         return publish_once(
             reduce(lambda a, b: a.union(b), frames),
             context,
             settings.connection,
-            topics[0],
+            routes[0],
             settings.poll_interval_ms,
             settings.exactly_once_support,
             settings.transaction_timeout_ms,
-            routed=topics,
+            routed=routes,
         )
 
 
@@ -370,6 +375,7 @@ class JdbcToKafkaConnector(Connector):
             except ConnectorConfigError as exc:
                 problems.extend(exc.problems)
         problems.extend(not_reading_kafka_problems(config, self.name))
+        problems.extend(chain_problems(config))
         if problems or settings is None:
             raise ConnectorConfigError(problems)
         return settings
@@ -385,9 +391,10 @@ class JdbcToKafkaConnector(Connector):
         return {URL_KEY: url_files(config[URL_KEY])}
 
     def kafka_topics(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
-        """The topic of each table (`topic.prefix` + its name), or the query's."""
+        """Each table's topic (`topic.prefix` + its name), or the query's; the chain's."""
         settings = parse_config(JdbcToKafkaSettings, config)
-        return {"topic.prefix": [settings.topic(table) for table in settings.tables]}
+        named = {"topic.prefix": [settings.topic(table) for table in settings.tables]}
+        return {**named, **routed_topics(config)}
 
     def create_task(self) -> Task:
         return JdbcToKafkaTask()

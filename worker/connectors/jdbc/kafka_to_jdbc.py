@@ -42,6 +42,8 @@ from worker.plugins.api import (
     TaskContext,
 )
 from worker.records.converters.spec import RecordConverters
+from worker.records.transforms.config import parse_chain
+from worker.records.transforms.routing import known_routes
 from worker.runtime.checkpoint_layout import checkpoint_query_id
 
 if TYPE_CHECKING:
@@ -199,7 +201,8 @@ class KafkaToJdbcTask(Task):
     def start(self, spark: SparkSession, context: TaskContext) -> StreamingQuery:
         settings, converters = settings_of(context.task_config)
         tables = JdbcTables(settings.database, settings.rules())
-        tables.check(assigned_topics(context.task_config))
+        chain = parse_chain(context.task_config)
+        tables.check(known_routes(spark, chain, assigned_topics(context.task_config)))
         records = sink_records(
             spark, context, settings, converters, partial(jdbc_has_batch, tables)
         )

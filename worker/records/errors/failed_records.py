@@ -52,6 +52,12 @@ class FailedRecord:
     exception_class: str
     message: str
     stacktrace: str | None = None
+    read_from: str | None = None
+    """The topic it was read from, when a transform routed it to `topic` since."""
+
+    @property
+    def source_topic(self) -> str:
+        return self.read_from or self.topic
 
     @property
     def origin(self) -> str:
@@ -60,7 +66,7 @@ class FailedRecord:
         return f"{self.topic}/{self.partition}/{self.offset}"
 
     def where(self) -> str:
-        return f"topic {self.topic}, partition {self.partition}, offset {self.offset}"
+        return f"topic {self.source_topic}, partition {self.partition}, offset {self.offset}"
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,7 @@ first record; under `all` the records go where the batch's other failed records 
 def context_headers(record: FailedRecord, connector: str, task: int) -> Headers:
     """Connect's `__connect.errors.*` headers for `record`, in Connect's order."""
     pairs = [
-        (TOPIC_HEADER, record.topic),
+        (TOPIC_HEADER, record.source_topic),
         (PARTITION_HEADER, str(record.partition)),
         (OFFSET_HEADER, str(record.offset)),
         (CONNECTOR_HEADER, connector),

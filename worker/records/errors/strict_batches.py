@@ -25,6 +25,10 @@ from worker.records.errors.tolerant_batches import (
     locate_failures,
     use_query_settings,
 )
+from worker.records.errors.transform_failures import (
+    failing_on_transform_errors,
+    transform_failed,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -47,7 +51,8 @@ class StrictBatches:
     ) -> None:
         use_query_settings(batch)
         try:
-            commit(batch_query(self._sql, self._view, failing_on_errors(batch)))
+            rows = failing_on_errors(failing_on_transform_errors(batch))
+            commit(batch_query(self._sql, self._view, rows))
         except PySparkException as exc:
             if not is_record_error(exc):
                 raise
@@ -66,10 +71,12 @@ class StrictBatches:
 
     def _name_the_record(self, batch: DataFrame, error: PySparkException) -> None:
         """Raise `RecordFailedError` for a record `transform.sql` fails on; return when
-        the failure is a conversion's (its message names the record already)."""
+        the failure is a conversion's or a transform's (its message names the record
+        already)."""
         batch.persist()
         try:
-            if not batch.where(batch[ERROR_COLUMN].isNotNull()).isEmpty():
+            failed = batch[ERROR_COLUMN].isNotNull() | transform_failed(batch)
+            if not batch.where(failed).isEmpty():
                 return
             good = batch.select(*KAFKA_COLUMNS)
             (where, cause), *_ = locate_failures(

@@ -64,6 +64,12 @@ from worker.records.errors.failed_records import (
     log_line,
 )
 from worker.records.errors.settings import ErrorHandlingSettings
+from worker.records.errors.transform_failures import (
+    chain_failed_rows,
+    read_from,
+    transform_failed,
+    transform_failure,
+)
 from worker.records.sql_policy import QUERY_SESSION_CONF
 from worker.runtime.task_errors import BatchErrors, write_batch_errors
 
@@ -154,8 +160,13 @@ class TolerantBatches:
         self._batch, self._counts = batch, BatchErrors()
         self._put_failed.clear()
         try:
-            good = batch.where(batch[ERROR_COLUMN].isNull()).select(*KAFKA_COLUMNS)
+            converted = batch[ERROR_COLUMN].isNull()
+            good = batch.where(converted & ~transform_failed(batch)).select(*KAFKA_COLUMNS)
             failed = [self._conversion_failure(row) for row in _failed_conversions(batch)]
+            failed += [
+                _failed(row, "TRANSFORMATION", *transform_failure(row))
+                for row in chain_failed_rows(batch, converted)
+            ]
             output = batch_query(self._sql, self._view, good)
             error = _attempt(output)
             if error is not None:
@@ -359,6 +370,7 @@ def _failed(
         exception_class=exception_class,
         message=message,
         stacktrace=stacktrace,
+        read_from=read_from(row),
     )
 
 

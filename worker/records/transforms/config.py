@@ -168,6 +168,19 @@ def no_chain_problems(config: Mapping[str, str], connector: str) -> list[ConfigP
     ]
 
 
+def routed_topics(config: Mapping[str, str]) -> dict[str, list[str]]:
+    """The topics RegexRouters of a valid chain name outright (a replacement without a
+    group reference), by the key that names them: held, as every topic a config names,
+    to the rule that no connector touches the worker's own topics."""
+    named: dict[str, list[str]] = {}
+    for stage in parse_chain(config):
+        configured = stage.transform
+        replacement = configured.text("replacement") or ""
+        if configured.family == "RegexRouter" and not set("$\\") & set(replacement):
+            named[configured.key("replacement")] = [replacement]
+    return named
+
+
 def _unique(config: Mapping[str, str], kind: str, problems: list[ConfigProblem]) -> list[str]:
     listed = aliases(config, kind)
     if "" in listed:

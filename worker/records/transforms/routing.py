@@ -13,9 +13,10 @@ fails its record.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from worker.records.transforms.config import Configured
+from worker.records.transforms.config import Chain, Configured
 from worker.records.transforms.date_formats import spark_pattern
 from worker.records.transforms.headers import headers_column
 from worker.records.transforms.record import (
@@ -30,7 +31,7 @@ from worker.records.transforms.record import (
 from worker.records.transforms.timestamps import utc_wall_clock
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, SparkSession
 
 GROUP_REFERENCE: Final = re.compile(r"\\.|\$(\d+|\{([A-Za-z][A-Za-z0-9]*)\})|(\$)|(\\)$")
 NAMED_GROUP: Final = re.compile(r"\(\?<([A-Za-z][A-Za-z0-9]*)>")
@@ -113,6 +114,30 @@ def timestamp_router(configured: Configured, record: Record, context: ChainConte
     missing = f.when(f.col(TIMESTAMP).isNull(), f.lit("Timestamp missing on record"))
     internal = routed(topic, context)
     return Change(topic=topic, error=missing if internal is None else f.coalesce(missing, internal))
+
+
+def known_routes(spark: SparkSession, chain: Chain, topics: Sequence[str]) -> list[str]:
+    """The topics records of `topics` may end in that are known before records come, in
+    Java's regex semantics: a RegexRouter that applies to every record replaces a topic
+    it matches, one behind a predicate adds what it makes of it. TimestampRouter's and
+    `route.by.field`'s topics are known only per record."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    known = list(dict.fromkeys(topics))
+    for stage in chain:
+        configured = stage.transform
+        if configured.family != "RegexRouter":
+            continue
+        pattern = jvm.java.util.regex.Pattern.compile(configured.text("regex") or "")
+        after: list[str] = []
+        for topic in known:
+            matcher = pattern.matcher(topic)
+            if matcher.matches():
+                after.append(str(matcher.replaceFirst(configured.text("replacement") or "")))
+            if stage.predicate is not None or not matcher.matches():
+                after.append(topic)
+        known = list(dict.fromkeys(after))
+    return known
 
 
 def filter_records(configured: Configured, record: Record, context: ChainContext) -> Change:
