@@ -147,7 +147,18 @@ SCHEMAD_CASES: Final = {
 }
 
 
-STRUCT_KEY_CASES: Final = frozenset({"mask-key", "insert-key", "extract-key", "flatten-key"})
+KEY_CASES: Final = {
+    "replace-key": chain(("r", f"{T}ReplaceField$Key", {"renames": "region:zone"})),
+    "cast-key-field": chain(("c", f"{T}Cast$Key", {"spec": "id:string"})),
+    "timestamp-key": chain(
+        ("t", f"{T}TimestampConverter$Key", {"field": "id", "target.type": "Timestamp"})
+    ),
+    "set-schema-metadata-key": chain(("s", f"{T}SetSchemaMetadata$Key", {"schema.version": "7"})),
+}
+SCHEMAD_CASES.update(KEY_CASES)
+STRUCT_KEY_CASES: Final = frozenset(
+    {"mask-key", "insert-key", "extract-key", "flatten-key", *KEY_CASES}
+)
 
 
 @pytest.mark.parametrize("case", sorted(SCHEMAD_CASES))

@@ -66,6 +66,13 @@ CASES: Final = {
         ("i", f"{T}InsertHeader", {"header": "n", "value.literal": "007"}),
         ("j", f"{T}InsertHeader", {"header": "f", "value.literal": "1.50"}),
         ("k", f"{T}InsertHeader", {"header": "s", "value.literal": "plain text"}),
+        ("l", f"{T}InsertHeader", {"header": "b", "value.literal": "true"}),
+        ("m", f"{T}InsertHeader", {"header": "z", "value.literal": "null"}),
+        ("n", f"{T}InsertHeader", {"header": "e", "value.literal": "1e3"}),
+        ("o", f"{T}InsertHeader", {"header": "d", "value.literal": "2024-01-02"}),
+        ("p", f"{T}InsertHeader", {"header": "t", "value.literal": "12:30:00.000Z"}),
+        ("q", f"{T}InsertHeader", {"header": "l", "value.literal": "a,b"}),
+        ("r", f"{T}InsertHeader", {"header": "w", "value.literal": "-2147483649"}),
     ),
     "header-from-copy": chain(
         (
@@ -78,6 +85,9 @@ CASES: Final = {
             },
         )
     ),
+    "header-from-key": chain(
+        ("h", f"{T}HeaderFrom$Key", {"fields": "id,region", "headers": "i,r", "operation": "move"})
+    ),
     "header-from-move": chain(
         ("h", f"{T}HeaderFrom$Value", {"fields": "name", "headers": "name", "operation": "move"})
     ),
@@ -86,7 +96,7 @@ CASES: Final = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_routes_filters_and_headers(oracle: ConnectOracle, spark: SparkSession, case: str) -> None:
-    compare(oracle, spark, CASES[case], records())
+    compare(oracle, spark, CASES[case], records(struct_key=case.endswith("-key")))
 
 
 def _row_schema(name: str) -> dict[str, Any]:

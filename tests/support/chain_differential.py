@@ -103,6 +103,9 @@ class Outcome:
     where both chains have one and the value is not null (Connect has no schema for a
     null without one, and may give a null another schema than its stream's other
     records, where a Spark column has one type for all)."""
+    names: Mapping[str, Mapping[str, object]] = field(default_factory=dict, compare=False)
+    """Connect's schema name and version per side; sparkherd's column metadata
+    (`connect.name`, `connect.version`), which SetSchemaMetadata sets."""
 
 
 def connect_chain(oracle: ConnectOracle, config: Mapping[str, str]) -> list[Stage]:
@@ -186,10 +189,16 @@ def through_sparkherd(
     out = apply_chain(frame, parse_chain(config), ChainContext(spark, schemaless))
     by_offset = {row["offset"]: row for row in out.collect()}
     types = {part: out.schema[part].dataType.simpleString() for part in ("key", "value")}
-    return [_outcome(by_offset.get(r.offset), types, schemaless) for r in records]
+    names = {part: out.schema[part].metadata for part in ("key", "value")}
+    return [_outcome(by_offset.get(r.offset), types, names, schemaless) for r in records]
 
 
-def _outcome(row: Row | None, types: Mapping[str, str], schemaless: frozenset[Part]) -> Outcome:
+def _outcome(
+    row: Row | None,
+    types: Mapping[str, str],
+    names: Mapping[str, Mapping[str, object]],
+    schemaless: frozenset[Part],
+) -> Outcome:
     if row is None:
         return Outcome(DROPPED)
     if row[TRANSFORM_ERROR] is not None:
@@ -207,6 +216,7 @@ def _outcome(row: Row | None, types: Mapping[str, str], schemaless: frozenset[Pa
             for h in row["headers"] or ()
         ),
         {part: t for part, t in types.items() if part not in schemaless},
+        {part: metadata for part, metadata in names.items() if metadata},
     )
 
 
@@ -278,4 +288,8 @@ def compare(
             if getattr(connect, side) is None:
                 continue  # a null's schema: Spark has one type for a column's every row
             assert mine.types[side] == connect.types[side], f"{where}: the {side}'s type"
+        for side, metadata in mine.names.items():
+            if side in connect.names:
+                named = {k: connect.names[side][k] for k in metadata}
+                assert metadata == named, f"{where}: the {side}'s schema name and version"
     return ours
