@@ -22,6 +22,9 @@ from tests.support.rest_client import Api
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 
 TIMEOUT_S = 120
+SINK_COMPACT_INTERVAL = 10
+"""Spark's file sink compacts its log every 10 batches
+(`spark.sql.streaming.fileSink.log.compactInterval`): where a gap in it fails the query."""
 
 
 @pytest.fixture(scope="module")
@@ -163,9 +166,8 @@ def test_offsets_show_alter_and_reset_a_tasks_checkpoint(
     worker: WorkerProcess, tmp_path: Path
 ) -> None:
     api, output = Api(worker.url), tmp_path / "out"
-    api.call(
-        "POST", "/connectors", 201, json={"name": "progress", "config": generator_config(output, 1)}
-    )
+    config = generator_config(output, 1, interval_ms=500)
+    api.call("POST", "/connectors", 201, json={"name": "progress", "config": config})
     task_output = output / "task-0"
     wait_until(partial(committed_column, task_output, "seq"), TIMEOUT_S, what="a first batch")
     assert api.call("GET", "/connectors/progress/offsets", 200).json()["offsets"]
@@ -199,11 +201,15 @@ def test_offsets_show_alter_and_reset_a_tasks_checkpoint(
     api.call("PATCH", "/connectors/progress/offsets", 400, json=bad)
 
     api.call("PUT", "/connectors/progress/resume", 202)
-    seqs = wait_until(
-        lambda: [s for s in committed_column(task_output, "seq") if s >= 1000],
+    altered_at = newest_sink_batch(task_output)
+    wait_until(
+        lambda: newest_sink_batch(task_output),
         TIMEOUT_S,
-        what="rows after the altered offset",
+        what="the sink's log past its next compaction after the altered batch",
+        until=lambda newest: newest > altered_at + SINK_COMPACT_INTERVAL,
     )
+    api.wait_states("progress", "RUNNING", ["RUNNING"])
+    seqs = [s for s in committed_column(task_output, "seq") if s >= 1000]
     assert seqs == list(range(1000, 1000 + len(seqs)))
     assert committed_column(task_output, "seq")[:written] == list(range(written))
 
@@ -213,6 +219,12 @@ def test_offsets_show_alter_and_reset_a_tasks_checkpoint(
     assert answer == {"message": "The offsets for this connector have been reset successfully"}
     assert api.call("GET", "/connectors/progress/offsets", 200).json() == {"offsets": []}
     api.call("DELETE", "/connectors/progress", 204)
+
+
+def newest_sink_batch(task_output: Path) -> int:
+    log = task_output / "_spark_metadata"
+    names = [p.name.removesuffix(".compact") for p in log.iterdir()]
+    return max((int(name) for name in names if name.isdigit()), default=-1)
 
 
 def test_config_put_patch_and_initial_state(worker: WorkerProcess, tmp_path: Path) -> None:

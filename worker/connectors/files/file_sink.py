@@ -12,6 +12,9 @@ log held when the checkpoint was made (`first_sink_batch`): a fresh checkpoint w
 into a directory that an earlier one filled (partitions taken over after `tasks.max`
 changed, offsets reset) must not have its batches skipped as already committed, nor
 start a log with a gap, which Spark's compaction fails on (`BATCH_METADATA_NOT_FOUND`).
+For the same reason a batch the checkpoint committed without the sink (one that
+`PATCH .../offsets` or KIP-995's `initial_offsets` wrote: positions, no rows) gets an
+empty entry in the sink's log before the query starts (`log_committed_batches`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from worker.connectors.claimed_batches import BatchStep, start_claimed_query
 from worker.plugins.api import TaskContext, task_output_path
-from worker.runtime.checkpoint_offsets import newest_planned_batch
+from worker.runtime.checkpoint_offsets import newest_committed_batch, newest_planned_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,7 +59,12 @@ def start_file_sink(
     its log fails the start, not the first batch."""
     path = task_output_path(output_path, context.task)
     sink = file_stream_sink(rows, path, output_format)
-    first = first_sink_batch(context.checkpoint_dir, newest_sink_batch(rows.sparkSession, path))
+    newest = newest_sink_batch(rows.sparkSession, path)
+    first = first_sink_batch(context.checkpoint_dir, newest)
+    committed = newest_committed_batch(context.checkpoint_dir)
+    log_committed_batches(
+        rows.sparkSession, path, range(max(newest + 1, first), first + committed + 1)
+    )
     return start_claimed_query(
         rows,
         context,
@@ -80,6 +88,25 @@ def first_sink_batch(checkpoint: Path, newest_in_log: int) -> int:
     temporary.write_text(json.dumps({"first": newest_in_log + 1}), encoding="utf-8")
     os.replace(temporary, checkpoint / FIRST_BATCH_FILE)
     return newest_in_log + 1
+
+
+def log_committed_batches(spark: SparkSession, directory: str, batches: range) -> None:
+    """An empty entry in the sink's log in `directory` for each of `batches` (the sink's
+    ids of batches the checkpoint committed that the log lacks), written by Spark's own
+    log class, compactions included, so the sink's next batch finds no gap."""
+    if not batches:
+        return
+    jvm: Any = spark._jvm
+    streaming = jvm.org.apache.spark.sql.execution.streaming
+    log = streaming.FileStreamSinkLog(
+        streaming.FileStreamSinkLog.VERSION(),
+        spark._jsparkSession,
+        f"{directory.rstrip('/')}/{SINK_LOG_DIR}",
+        jvm.scala.Option.empty(),
+    )
+    nothing = spark.sparkContext._gateway.new_array(streaming.SinkFileStatus, 0)
+    for batch in batches:
+        log.add(batch, nothing)
 
 
 def recorded_first_batch(checkpoint: Path) -> int | None:
