@@ -6,28 +6,35 @@ JAR`, `SET`), script `TRANSFORM ... USING` runs a shell command on the executors
 relation such as ``text.`/etc/hostname` `` reads any local file, and `reflect` calls any
 Java method. So a query is judged twice:
 
-1. Parsed by Spark's own parser (which runs nothing), its unresolved plan walked against
+1. Parsed by Spark's own parser (which runs nothing), its unresolved plan judged against
    an allow-list of query operators and the names of refused functions, so that no
    command and no reflection reaches Spark's analyzer.
 2. Analysed by `session.sql` (which for a query only plans) in a session that cannot read
-   files by name (`spark.sql.runSQLOnFiles=false`), and the analysed plan judged by
-   `worker.records.sql_plan`: what the text named no longer matters, only what will run.
+   files by name (`spark.sql.runSQLOnFiles=false`), and the analysed plan judged: what
+   the text named no longer matters, only what will run.
+
+Both judges are `worker.records.sql_plan`'s, over plans read by
+`worker.records.spark_trees`. Whatever Spark's parser or analyzer fails on, its own
+stack included, is a `QueryNotAllowed` that says so, never an error of the worker.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Collection, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Final, TypeVar
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
+from worker.records.spark_trees import SparkTreeReader
 from worker.records.sql_plan import (
     DEFAULT_MAX_GENERATED,
+    DENIED_FUNCTIONS,
     MAX_GENERATED_KEY,
-    RELATIONAL_OPERATORS,
     USER_DEFINED,
     PlanRules,
+    output_nesting_problem,
+    parsed_problem,
     plan_problem,
 )
 
@@ -35,153 +42,54 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-QUERY_OPERATORS: Final = RELATIONAL_OPERATORS | {
-    "Pivot",
-    "Unpivot",
-    "UnresolvedHaving",
-    "UnresolvedHint",
-    "UnresolvedInlineTable",
-    "UnresolvedRelation",
-    "UnresolvedSubqueryColumnAliases",
-    "UnresolvedWith",
-    "WithWindowDefinition",
-}
-"""The unresolved plan nodes Spark's parser makes for a query: everything else (every
-command, `ScriptTransformation`, `InsertIntoDir`, table-valued functions, a table named
-through `IDENTIFIER(...)`) is refused."""
-DENIED_FUNCTIONS: Final = frozenset(
-    {
-        "reflect",
-        "java_method",
-        "try_reflect",
-        "xpath",
-        "xpath_boolean",
-        "xpath_double",
-        "xpath_float",
-        "xpath_int",
-        "xpath_long",
-        "xpath_number",
-        "xpath_short",
-        "xpath_string",
-        "from_xml",
-        "schema_of_xml",
-    }
-)
-"""Built-ins that are refused all the same: reflection calls any static Java method, and
-an XML parser may be made to fetch external entities (files, URLs)."""
-NAMED_BY_AN_EXPRESSION: Final = "ExpressionWithUnresolvedIdentifier"
-"""`IDENTIFIER('...')(...)`: a function whose name is known only once analysed."""
 QUERY_SESSION_CONF: Final = {"spark.sql.runSQLOnFiles": "false"}
 """What every session that runs a connector's SQL is set to: ``json.`/path` `` is then an
 unknown table, not a file read."""
-_SUBQUERY: Final = "org.apache.spark.sql.catalyst.expressions.SubqueryExpression"
-_EXPRESSION: Final = "org.apache.spark.sql.catalyst.expressions.Expression"
+_VIEW: Final = "org.apache.spark.sql.catalyst.plans.logical.View"
 
 
 class QueryNotAllowed(ValueError):
     """The SQL is not one allowed query; the message says what to change."""
 
 
-def _items(seq: Any) -> Iterator[Any]:
-    """A Scala Seq through py4j."""
-    for index in range(seq.size()):
-        yield seq.apply(index)
-
-
 def _first_line(error: BaseException) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    """What Spark says went wrong, in one line. A JVM error that Spark did not turn into
+    one of its own (a `StackOverflowError` in its analyzer) comes as py4j's "An error
+    occurred while calling ...": the JVM's exception says more."""
+    if isinstance(error, Py4JJavaError):
+        text = str(error.java_exception.toString()).strip()
+        if "StackOverflowError" in text:
+            return f"too deeply nested for Spark ({text}): nest it less deep"
+    else:
+        text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
-class _Walk:
-    """One walk over an unresolved plan tree: its nodes (CTE definitions and subqueries
-    included) and every expression in them, those of `WINDOW` definitions and hints
-    too, which are not among a node's expressions."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None
-        self._subquery = jvm.java.lang.Class.forName(_SUBQUERY)
-        self._expression = jvm.java.lang.Class.forName(_EXPRESSION)
-
-    def plans(self, plan: Any) -> Iterator[Any]:
-        yield plan
-        for expression in self._own_expressions(plan):
-            yield from self._subplans(expression)
-        for child in (*_items(plan.children()), *_items(plan.innerChildren())):
-            yield from self.plans(child)
-
-    def expressions(self, plan: Any) -> Iterator[Any]:
-        for node in self.plans(plan):
-            for expression in self._own_expressions(node):
-                yield from self._tree(expression)
-
-    def _own_expressions(self, node: Any) -> Iterator[Any]:
-        yield from _items(node.expressions())
-        kind = node.nodeName()
-        if kind == "WithWindowDefinition":
-            definitions = node.windowDefinitions().valuesIterator()
-            while definitions.hasNext():
-                yield definitions.next()
-        elif kind == "UnresolvedHint":
-            yield from (p for p in _items(node.parameters()) if self._expression.isInstance(p))
-
-    def _tree(self, expression: Any) -> Iterator[Any]:
-        yield expression
-        for child in _items(expression.children()):
-            yield from self._tree(child)
-
-    def _subplans(self, expression: Any) -> Iterator[Any]:
-        for node in self._tree(expression):
-            if self._subquery.isInstance(node):
-                yield from self.plans(node.plan())
+T = TypeVar("T")
 
 
-def _function_name(expression: Any) -> str | None:
-    """The name an unresolved function or generator is called by, dotted if qualified."""
-    kind = expression.nodeName()
-    if kind == "UnresolvedFunction":
-        return ".".join(_items(expression.nameParts()))
-    if kind == "UnresolvedGenerator":
-        return str(expression.name().unquotedString())
-    return None
+def _spark_call(what: str, call: Callable[[], T]) -> T:
+    """`call()`, with whatever Spark or its JVM raises turned into `QueryNotAllowed`."""
+    try:
+        return call()
+    except (PySparkException, Py4JJavaError) as exc:
+        raise QueryNotAllowed(f"{what}{_first_line(exc)}") from None
 
 
 def check_query(spark: SparkSession, sql: str, relations: Collection[str]) -> None:
     """Raise `QueryNotAllowed` unless `sql` parses as one query that names only
-    `relations` (and its own CTEs) and built-in functions. Parses only; runs nothing.
-    Spark substitutes a CTE for a one-part name only, so only a one-part name may
-    name a relation."""
-    try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
-    except Exception as exc:
-        raise QueryNotAllowed(f"not one valid query: {_first_line(exc)}") from None
-    walk = _Walk(spark)
-    nodes = list(walk.plans(plan))
-    allowed = {name.lower() for name in relations}
-    for node in nodes:
-        if node.nodeName() == "UnresolvedWith":
-            allowed |= {str(cte._1()).lower() for cte in _items(node.cteRelations())}
-    builtins = spark._jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
-    identifier = spark._jvm.org.apache.spark.sql.catalyst.FunctionIdentifier
-    for node in nodes:
-        kind = node.nodeName()
-        if kind not in QUERY_OPERATORS:
-            raise QueryNotAllowed(f"only a query is allowed, not {kind}")
-        if kind == "UnresolvedRelation":
-            parts = list(_items(node.multipartIdentifier()))
-            if len(parts) != 1 or parts[0].lower() not in allowed:
-                readable = ", ".join(sorted(relations))
-                raise QueryNotAllowed(f"a query may read only {readable}, not {'.'.join(parts)}")
-    for expression in walk.expressions(plan):
-        if expression.nodeName() == NAMED_BY_AN_EXPRESSION:
-            raise QueryNotAllowed("IDENTIFIER(...) is not allowed: name functions directly")
-        name = _function_name(expression)
-        if name is None:
-            continue
-        if name.lower() in DENIED_FUNCTIONS:
-            raise QueryNotAllowed(f"function {name} is not allowed")
-        if "." in name or not builtins.functionExists(identifier.apply(name)):
-            raise QueryNotAllowed(f"only Spark's built-in functions are allowed, not {name}")
+    `relations` (and its own CTEs) and built-in functions. Parses only; runs nothing."""
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    parsed = _spark_call("not one valid query: ", lambda: parser.parsePlan(sql))
+    jvm = spark._jvm
+    builtins = jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
+    identifier = jvm.org.apache.spark.sql.catalyst.FunctionIdentifier
+    tree = SparkTreeReader(jvm).read(parsed)
+    problem = parsed_problem(
+        tree, relations, lambda name: bool(builtins.functionExists(identifier.apply(name)))
+    )
+    if problem is not None:
+        raise QueryNotAllowed(problem)
 
 
 def query_session(spark: SparkSession) -> SparkSession:
@@ -216,22 +124,28 @@ def checked_query(session: SparkSession, sql: str, views: Mapping[str, DataFrame
     check_query(session, sql, views)
     for name, frame in views.items():
         frame.createOrReplaceTempView(name)
-    try:
-        query = session.sql(sql)
-        plan = json.loads(query._jdf.queryExecution().analyzed().toJSON())
-    except PySparkException as exc:
-        raise QueryNotAllowed(_first_line(exc)) from None
+    query = _spark_call("", lambda: session.sql(sql))
+    analysed = _spark_call("", lambda: query._jdf.queryExecution().analyzed())
+    plan = SparkTreeReader(session._jvm, opaque=frozenset({_VIEW})).read(analysed)
     rules = PlanRules(tuple(views), _denied_classes(session), max_generated(session))
     problem = plan_problem(plan, rules)
+    if problem is None:
+        problem = output_nesting_problem(str(query._jdf.schema().sql()))
     if problem is not None:
         raise QueryNotAllowed(problem)
     return query
 
 
-def analyze_query(spark: SparkSession, sql: str, views: Mapping[str, str]) -> StructType:
-    """`checked_query` over an empty view per name (`views`: name to DDL schema): unknown
-    columns and type errors are found before any data is. The query's output schema."""
+def analyze_query(
+    spark: SparkSession, sql: str, views: Mapping[str, StructType | str]
+) -> StructType:
+    """`checked_query` over an empty view per name (`views`: name to schema, or to its
+    DDL): unknown columns and type errors are found before any data is. The query's
+    output schema."""
     session = query_session(spark)
-    return checked_query(
-        session, sql, {name: session.createDataFrame([], schema) for name, schema in views.items()}
-    ).schema
+    frames = {name: _empty_view(session, name, schema) for name, schema in views.items()}
+    return checked_query(session, sql, frames).schema
+
+
+def _empty_view(session: SparkSession, name: str, schema: StructType | str) -> DataFrame:
+    return _spark_call(f"view {name}: ", lambda: session.createDataFrame([], schema))
