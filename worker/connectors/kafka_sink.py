@@ -36,8 +36,9 @@ from pydantic import BaseModel, Field, field_validator
 
 from worker.connectors.claimed_batches import BatchStep
 from worker.connectors.partition_takeover import SinkHasBatch, starting_offsets
+from worker.connectors.source_view import source_schema, unreadable_schemas
 from worker.kafka.connection import KafkaConnectionSettings
-from worker.kafka.source import SCHEMA, format_assignment, parse_assignment
+from worker.kafka.source import format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
 from worker.kafka.topic_patterns import compiled_pattern, pattern_problem
 from worker.plugins.api import (
@@ -56,7 +57,6 @@ from worker.records.converters.records import (
     decode_records,
     failing_on_errors,
     first_records,
-    view_schema,
 )
 from worker.records.converters.spec import DecodingSettings, RecordConverters, parse_with_converters
 from worker.records.errors.dead_letter_queue import DeadLetterQueue
@@ -318,10 +318,13 @@ class KafkaSinkConnector(Connector):
         settings, converters = self.settings(config)
         key, value = (declared_type(spec, spark) for spec in converters)
         types = PayloadTypes(key, value)
+        unreadable = unreadable_schemas(spark, converters, types)
+        if unreadable:
+            raise ConnectorConfigError(unreadable)
         sql = settings.transform_sql or default_transform(converters)
         try:
             if types.known:
-                rows = analyze_query(spark, sql, {SOURCE_VIEW: _ddl(spark, types)})
+                rows = analyze_query(spark, sql, {SOURCE_VIEW: source_schema(types)})
             else:
                 check_query(spark, sql, [SOURCE_VIEW])
         except QueryNotAllowed as exc:
@@ -375,14 +378,3 @@ def refuse_unsupported_streaming(rows: DataFrame) -> None:
     jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker.checkForStreaming(
         plan, append
     )
-
-
-def _ddl(spark: SparkSession, types: PayloadTypes) -> str:
-    """The `source` view's schema as DDL: Spark's Kafka schema, key and value converted."""
-    from pyspark.sql.types import _parse_datatype_string
-
-    kafka: StructType = _parse_datatype_string(SCHEMA)
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    view = jvm.org.apache.spark.sql.types.DataType.fromJson(view_schema(kafka, types).json())
-    return str(view.toDDL())
