@@ -51,6 +51,7 @@ from worker.records.converters.spec import (
     record_converters,
 )
 from worker.records.errors.settings import not_reading_kafka_problems
+from worker.records.nesting import ddl_nesting_problem
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 SPLIT_KEY: Final = "files.split"
+INPUT_SCHEMA_KEY: Final = "input.schema"
 SPLIT_MARKER: Final = "files-split"
 """In a task's checkpoint: the number of tasks the files were split into."""
 UNSPLIT_FILES: Final = str(1 << 40)
@@ -70,7 +72,7 @@ class FilesToKafkaSettings(KafkaConnectionSettings, ConverterSettings, PublishOn
     input_format: Literal["json", "csv", "parquet"] = Field(default="json", alias="input.format")
     input_schema: NonEmptyStr | None = Field(
         default=None,
-        alias="input.schema",
+        alias=INPUT_SCHEMA_KEY,
         description="A DDL schema (`id LONG, name STRING`); by default inferred from the "
         "files there when the task starts",
     )
@@ -223,7 +225,9 @@ class FilesToKafkaConnector(Connector):
         creation keys (`worker.kafka.topic_creation`), whose keys are made of group names
         and topic config names and so are no fields; one error names every problem.
         `errors.deadletterqueue.*` keys are a problem: this connector reads no Kafka
-        records."""
+        records. `input.schema` nests no deeper than any schema a caller gives
+        (`worker.records.nesting`): Spark's parser and pyspark's reading of the type walk
+        it by recursion, before the task and at its start."""
         problems: list[ConfigProblem] = []
         settings: BaseModel | None = None
         try:
@@ -239,6 +243,9 @@ class FilesToKafkaConnector(Connector):
         except ConnectorConfigError as exc:
             problems.extend(exc.problems)
         problems.extend(not_reading_kafka_problems(config, self.name))
+        schema = config.get(INPUT_SCHEMA_KEY)
+        if schema is not None and (too_deep := ddl_nesting_problem(schema)) is not None:
+            problems.append(ConfigProblem(INPUT_SCHEMA_KEY, too_deep))
         topic = config.get("topic", "").strip()
         if topic and not is_kafka_name(topic):
             problems.append(ConfigProblem("topic", f"not a Kafka topic name: {KAFKA_NAME_RULE}"))
