@@ -111,6 +111,25 @@ SCHEMAD_CASES: Final = {
             {"field": "at", "target.type": "string", "format": "yyyy-MM-dd HH:mm:ss.SSS Z"},
         )
     ),
+    "timestamp-to-words": chain(
+        (
+            "t",
+            f"{T}TimestampConverter$Value",
+            {"field": "at", "target.type": "string", "format": "EEE, d MMM yyyy hh:mm a z XXX D"},
+        )
+    ),
+    "zoned-string-to-timestamp": chain(
+        (
+            "c",
+            f"{T}TimestampConverter$Value",
+            {"field": "at", "target.type": "string", "format": "yyyy-MM-dd HH:mm:ss.SSS Z"},
+        ),
+        (
+            "t",
+            f"{T}TimestampConverter$Value",
+            {"field": "at", "target.type": "Timestamp", "format": "yyyy-MM-dd HH:mm:ss.SSS Z"},
+        ),
+    ),
     "timestamp-to-unix": chain(
         (
             "t",

@@ -27,9 +27,11 @@ them: quoted in the translation."""
 @dataclass(frozen=True)
 class SparkPattern:
     pattern: str
-    """The pattern for the UTC wall clock."""
+    """The pattern that writes the UTC wall clock (zone letters as UTC's text)."""
     zoned: bool
     """The SimpleDateFormat pattern names a zone: a string it reads says its own zone."""
+    reading: str
+    """The pattern that reads a string, zone letters kept: the string says its zone."""
 
 
 class UnsupportedPatternError(ValueError):
@@ -39,6 +41,7 @@ class UnsupportedPatternError(ValueError):
 def spark_pattern(simple: str) -> SparkPattern:
     """The Spark pattern that writes what `simple` writes in UTC."""
     out: list[str] = []
+    reading: list[str] = []
     zoned = False
     i = 0
     while i < len(simple):
@@ -46,18 +49,22 @@ def spark_pattern(simple: str) -> SparkPattern:
         if char == "'":
             end = _quote_end(simple, i)
             out.append(simple[i : end + 1])
+            reading.append(simple[i : end + 1])
             i = end + 1
             continue
         run = len(simple[i:]) - len(simple[i:].lstrip(char))
         if char.isascii() and char.isalpha():
             out.append(_letters(char, run))
             zoned = zoned or char in UTC_TEXT
+            reading.append(char * run if char in UTC_TEXT else out[-1])
         elif char in SPARK_RESERVED:
             out.append(f"'{char * run}'")
+            reading.append(out[-1])
         else:
             out.append(char * run)
+            reading.append(out[-1])
         i += run
-    return SparkPattern("".join(out), zoned)
+    return SparkPattern("".join(out), zoned, "".join(reading))
 
 
 def pattern_problem(simple: str) -> str | None:

@@ -144,7 +144,7 @@ def _parsed(configured: Configured, column: Column) -> tuple[Column, Column]:
         raise ChainProblem(configured.key("format"), "needed to read string timestamps")
     pattern = spark_pattern(text)
     if pattern.zoned:
-        instant = f.try_to_timestamp(column, f.lit(pattern.pattern))
+        instant = f.try_to_timestamp(column, f.lit(pattern.reading))
     else:
         in_utc = f.concat(column, f.lit(UTC_SUFFIX))
         instant = f.try_to_timestamp(in_utc, f.lit(f"{pattern.pattern} Z"))
