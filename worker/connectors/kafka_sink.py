@@ -8,7 +8,9 @@ the same offsets, and the sink commits each batch id once. Kafka's consumer grou
 not used at all.
 
 Keys and values go through Connect's converters (`worker.records.converters`), bytes by default
-(what Spark's Kafka source gives); `transform.sql` sees them converted in `source`, run
+(what Spark's Kafka source gives), then through Connect's `transforms` chain if the config
+has one (`worker.records.transforms.sink_chain`: a record it fails is handled as one that
+cannot be converted, stage TRANSFORMATION); `transform.sql` sees them in `source`, run
 per batch in `foreachBatch` (`worker.records.errors`). A record that cannot be converted,
 or that `transform.sql` fails on, fails the task naming the record (Connect's
 `errors.tolerance=none`, the default: `strict_batches`). With `errors.tolerance=all` it
@@ -75,6 +77,8 @@ from worker.records.sql_policy import (
     checked_query,
     query_session,
 )
+from worker.records.transforms.config import chain_problems, routed_topics
+from worker.records.transforms.sink_chain import chained_records, chained_types, reads_headers
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -211,10 +215,10 @@ def sink_settings(model: type[S], config: Mapping[str, str]) -> tuple[S, RecordC
         parsed = parse_with_converters(model, config, CONVERTER_DEFAULTS, "read")
     except ConnectorConfigError as exc:
         topics = [t.strip() for t in config.get(TOPICS_KEY, "").split(",")]
-        problems = error_handling_problems(config, topics)
+        problems = error_handling_problems(config, topics) + chain_problems(config)
         raise ConnectorConfigError([*exc.problems, *problems]) from None
     choice = parsed[0].read_topics
-    problems = error_handling_problems(config, choice)
+    problems = error_handling_problems(config, choice) + chain_problems(config)
     if (problem := choice.problem()) is not None:
         problems.insert(0, problem)
     if problems:
@@ -261,7 +265,7 @@ def sink_records(
         assigned,
         starting,
         settings.kafka_client,
-        headers=dead_letter_queue is not None,
+        headers=dead_letter_queue is not None or reads_headers(context.task_config),
     )
     key, value = (
         task_payload_type(
@@ -280,6 +284,7 @@ def sink_records(
         for spec in converters
     )
     decoded = decode_records(records, converters, PayloadTypes(key, value))
+    decoded = chained_records(decoded, context.task_config, converters, session)
     sql = settings.transform_sql or default_transform(converters)
     # The query is checked against the streaming view, and refused where a streaming
     # query would refuse it (an aggregation without a watermark): each batch then runs
@@ -321,6 +326,7 @@ class KafkaSinkConnector(Connector):
         unreadable = unreadable_schemas(spark, converters, types)
         if unreadable:
             raise ConnectorConfigError(unreadable)
+        types = chained_types(spark, config, converters, types)
         sql = settings.transform_sql or default_transform(converters)
         try:
             if types.known:
@@ -360,6 +366,7 @@ class KafkaSinkConnector(Connector):
         named: dict[str, Iterable[str]] = {
             TOPICS_KEY: settings.topics,
             DLQ_TOPIC_KEY: [settings.errors_deadletterqueue_topic_name],
+            **routed_topics(config),
         }
         if ASSIGN_KEY in config:
             try:

@@ -396,7 +396,5 @@ def _record(message: Any) -> Record:
         value=message.value,
         timestamp_ms=int(message.timestamp),
         timestamp_type=int(message.timestamp_type),
-        # A header without a value (null, which Connect's header converter writes for a
-        # null) reads as empty bytes: what the worker reads back are headers it wrote.
         headers=tuple((str(k), bytes(v or b"")) for k, v in message.headers),
     )

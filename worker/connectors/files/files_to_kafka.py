@@ -21,14 +21,19 @@ A task refuses to start when any task's checkpoint was made under another split.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, Field
 
 from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
-from worker.connectors.source_records import CONVERTER_DEFAULTS, PublishOnceSettings, encoded_row
+from worker.connectors.source_records import (
+    CONVERTER_DEFAULTS,
+    PublishOnceSettings,
+    encoded_row,
+    published_rows,
+)
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.spark_io import publish_once
 from worker.kafka.topic_admin import ensure_source_topic
@@ -52,6 +57,8 @@ from worker.records.converters.spec import (
 )
 from worker.records.errors.settings import not_reading_kafka_problems
 from worker.records.nesting import ddl_nesting_problem
+from worker.records.transforms.config import chain_problems, parse_chain, routed_topics
+from worker.records.transforms.routing import known_routes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -116,20 +123,24 @@ def hold_split(context: TaskContext, count: int) -> None:
     (context.checkpoint_dir / SPLIT_MARKER).write_text(str(count))
 
 
-def check_ends(settings: FilesToKafkaSettings, context: TaskContext) -> None:
+def check_ends(
+    settings: FilesToKafkaSettings, context: TaskContext, topics: Sequence[str] = ()
+) -> None:
     """Fail the task with a plain message, not with a Spark job's trace, when an end is
-    missing (a mistyped path or topic); a missing topic is created first when the
-    connector's `topic.creation.*` keys and the worker allow it (KIP-158)."""
+    missing (a mistyped path or topic: the connector's, or one its chain routes to by
+    name); a missing topic is created first when the connector's `topic.creation.*` keys
+    and the worker allow it (KIP-158)."""
     if "://" not in settings.input_path and not Path(settings.input_path).is_dir():
         raise FileNotFoundError(f"input.path {settings.input_path!r} is not a directory")
     with settings.connection.open("sparkherd-files-to-kafka") as kafka:
-        ensure_source_topic(
-            kafka,
-            settings.bootstrap_servers,
-            settings.topic,
-            topic_creation(context.task_config),
-            worker_enabled=context.topic_creation_enabled,
-        )
+        for topic in topics or [settings.topic]:
+            ensure_source_topic(
+                kafka,
+                settings.bootstrap_servers,
+                topic,
+                topic_creation(context.task_config),
+                worker_enabled=context.topic_creation_enabled,
+            )
 
 
 class InputSchemaError(ValueError):
@@ -168,17 +179,17 @@ def records(
     converters: RecordConverters,
     index: int,
     count: int,
+    config: Mapping[str, str],
 ) -> DataFrame:
-    """This task's files only, as (origin, key, value) rows for the Kafka sink, key and
-    value as the converters write them; `ConverterMismatchError` when one cannot write
-    what the rows hold."""
+    """This task's files only, as (origin, topic, key, value) rows for the Kafka sink,
+    key and value as the converters write them, after the `transforms` chain of `config`
+    if it has one; `ConverterMismatchError` when a converter cannot write what the rows
+    (or the chain) hold."""
     from pyspark.sql import functions as f
 
     file_name = f.col("_metadata.file_name")
-    key, value = encoded_row(rows.schema, settings.key_field, converters)
-    return rows.where(f.pmod(f.hash(file_name), f.lit(count)) == index).select(
-        file_name.alias("origin"), key.alias("key"), value.alias("value")
-    )
+    mine = rows.where(f.pmod(f.hash(file_name), f.lit(count)) == index)
+    return published_rows(mine, file_name, settings.topic, settings.key_field, converters, config)
 
 
 class FilesToKafkaTask(Task):
@@ -186,7 +197,8 @@ class FilesToKafkaTask(Task):
         """In a session of its own: the unsplit-files setting is this task's only."""
         settings, converters = settings_of(context.task_config)
         index, count = parse_split(context.task_config[SPLIT_KEY])
-        check_ends(settings, context)
+        routes = known_routes(spark, parse_chain(context.task_config), [settings.topic])
+        check_ends(settings, context, routes)
         hold_split(context, count)
         session = spark.newSession()
         session.conf.set("spark.sql.files.maxPartitionBytes", UNSPLIT_FILES)
@@ -203,13 +215,14 @@ class FilesToKafkaTask(Task):
                 f"({', '.join(rows.columns)})"
             )
         return publish_once(
-            records(rows, settings, converters, index, count),
+            records(rows, settings, converters, index, count, context.task_config),
             context,
             settings.connection,
-            settings.topic,
+            routes[0],
             settings.trigger_interval_ms,
             settings.exactly_once_support,
             settings.transaction_timeout_ms,
+            routed=routes if parse_chain(context.task_config) else (),
         )
 
 
@@ -243,6 +256,7 @@ class FilesToKafkaConnector(Connector):
         except ConnectorConfigError as exc:
             problems.extend(exc.problems)
         problems.extend(not_reading_kafka_problems(config, self.name))
+        problems.extend(chain_problems(config))
         schema = config.get(INPUT_SCHEMA_KEY)
         if schema is not None and (too_deep := ddl_nesting_problem(schema)) is not None:
             problems.append(ConfigProblem(INPUT_SCHEMA_KEY, too_deep))
@@ -274,6 +288,9 @@ class FilesToKafkaConnector(Connector):
         from pyspark.errors import AnalysisException
 
         empty = spark.createDataFrame([], schema)
+        if parse_chain(config):
+            _check_chained(empty, settings, converters, config)
+            return
         try:
             key, value = encoded_row(schema, settings.key_field, converters)
         except ConverterMismatchError as exc:
@@ -289,7 +306,28 @@ class FilesToKafkaConnector(Connector):
         return [{**config, SPLIT_KEY: f"{i}/{max_tasks}"} for i in range(max_tasks)]
 
     def kafka_topics(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
-        return {"topic": [config["topic"].strip()]}
+        return {"topic": [config["topic"].strip()], **routed_topics(config)}
 
     def create_task(self) -> Task:
         return FilesToKafkaTask()
+
+
+def _check_chained(
+    empty: DataFrame,
+    settings: FilesToKafkaSettings,
+    converters: RecordConverters,
+    config: Mapping[str, str],
+) -> None:
+    """With a chain, whether it applies to the rows and the converters can write what it
+    makes of them, before the config is stored."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as f
+
+    origin = f.lit("")
+    try:
+        _ = published_rows(empty, origin, settings.topic, settings.key_field, converters, config)
+    except ConverterMismatchError as exc:
+        raise ConnectorConfigError([ConfigProblem(exc.key, exc.problem)]) from None
+    except AnalysisException as exc:
+        problem = str(exc).strip().splitlines()[0]
+        raise ConnectorConfigError([ConfigProblem("value.converter", problem)]) from None
