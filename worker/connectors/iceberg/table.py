@@ -27,11 +27,13 @@ from worker.connectors.iceberg.catalog import (
     TableName,
     missing_partition_columns,
 )
+from worker.connectors.iceberg.ddl import column_definitions, quoted, type_sql
 from worker.connectors.iceberg.schema import SchemaDiff, compare, schema_problem
 from worker.connectors.table_columns import columns_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 log = logging.getLogger(__name__)
 
@@ -89,23 +91,24 @@ def create_table(session: SparkSession, rules: TableRules, rows: DataFrame) -> N
             f"{PARTITION_KEY} names {', '.join(missing)}, which the rows for table "
             f"{rules.name} lack (their columns: {', '.join(rows.columns)})"
         )
-    from pyspark.sql.types import StructField, StructType
+    session.sql(f"CREATE NAMESPACE IF NOT EXISTS {rules.name.namespace_in(rules.catalog)}")
+    session.sql(create_table_statement(session, rules, rows.schema))
+    log.info("Created Iceberg table %s", rules.name)
 
-    optional = StructType([StructField(f.name, f.dataType, True) for f in rows.schema])
-    jvm = session._jvm
-    assert jvm is not None
-    ddl = jvm.org.apache.spark.sql.types.DataType.fromJson(optional.json()).toDDL()
+
+def create_table_statement(session: SparkSession, rules: TableRules, schema: StructType) -> str:
+    """`CREATE TABLE` for rows of `schema`: nothing of the schema but quoted names and
+    types (`worker.connectors.iceberg.ddl`)."""
     partitioned = (
         f"PARTITIONED BY ({', '.join(f.sql() for f in rules.partition_by)})"
         if rules.partition_by
         else ""
     )
-    session.sql(f"CREATE NAMESPACE IF NOT EXISTS {rules.name.namespace_in(rules.catalog)}")
-    session.sql(
-        f"CREATE TABLE IF NOT EXISTS {rules.qualified} ({ddl}) USING iceberg {partitioned} "
+    return (
+        f"CREATE TABLE IF NOT EXISTS {rules.qualified} ({column_definitions(session, schema)}) "
+        f"USING iceberg {partitioned} "
         f"TBLPROPERTIES ('commit.retry.num-retries'='{COMMIT_RETRIES}', 'format-version'='2')"
     )
-    log.info("Created Iceberg table %s", rules.name)
 
 
 def committed_snapshot(
@@ -142,21 +145,18 @@ def fitted(session: SparkSession, rules: TableRules, rows: DataFrame) -> DataFra
 
 
 def _evolve(session: SparkSession, rules: TableRules, diff: SchemaDiff, rows: DataFrame) -> None:
-    jvm = session._jvm
-    assert jvm is not None
     types = {f.name.lower(): f.dataType for f in rows.schema}
 
-    def sql_type(name: str) -> str:
-        data_type = jvm.org.apache.spark.sql.types.DataType.fromJson(types[name.lower()].json())
-        return str(data_type.sql())
+    def column(name: str) -> str:
+        return f"{quoted(name)} {type_sql(session, types[name.lower()])}"
 
     if diff.added:
-        columns = ", ".join(f"`{c.name}` {sql_type(c.name)}" for c in diff.added)
+        columns = ", ".join(column(c.name) for c in diff.added)
         session.sql(f"ALTER TABLE {rules.qualified} ADD COLUMNS ({columns})")
     for change in diff.widened:
         session.sql(
-            f"ALTER TABLE {rules.qualified} ALTER COLUMN `{change.name}` "
-            f"TYPE {sql_type(change.name)}"
+            f"ALTER TABLE {rules.qualified} ALTER COLUMN {quoted(change.name)} "
+            f"TYPE {type_sql(session, types[change.name.lower()])}"
         )
     log.info(
         "Evolved Iceberg table %s: added %s, widened %s",
