@@ -1,7 +1,8 @@
 """The `sparkherd-kafka` sink with topics a transform makes per record (a TimestampRouter's
 dated topic, known only when the row comes): rows go to them with the headers the chain
-wrote (one without a value among them), and a batch that crashed half sent, run again, leaves each row there once, though
-the batch's intent could not name the topic before it ran."""
+wrote (one without a value among them), and a batch that crashed half sent, run again,
+leaves each row there once, though the batch's intent could not name the topic before it
+ran."""
 
 from __future__ import annotations
 
