@@ -44,6 +44,13 @@ BYTES = {"key.converter": "bytes", "value.converter": "bytes"}
         (" json ", "json"),
         ("io.confluent.connect.avro.AvroConverter", "avro"),
         ("AvroConverter", "avro"),
+        ("org.apache.kafka.connect.converters.ShortConverter", "short"),
+        ("IntegerConverter", "integer"),
+        ("long", "long"),
+        ("org.apache.kafka.connect.converters.FloatConverter", "float"),
+        ("DoubleConverter", "double"),
+        ("Boolean", "boolean"),
+        ("org.apache.kafka.connect.converters.IntConverter", None),
         ("org.apache.kafka.connect.json.JsonConverterX", None),
         ("com.example.ProtobufConverter", None),
     ],
@@ -53,7 +60,26 @@ def test_class_names_simple_names_and_aliases(name: str, kind: str | None) -> No
 
 
 def test_every_kind_has_a_class_name_a_connect_user_knows() -> None:
-    assert set(CLASS_NAMES) == {"bytes", "string", "json", "avro"}
+    assert set(CLASS_NAMES) == {
+        "bytes",
+        "string",
+        "json",
+        "avro",
+        "short",
+        "integer",
+        "long",
+        "float",
+        "double",
+        "boolean",
+    }
+
+
+def test_json_writes_connects_default_decimal_format_unless_told_in_any_case() -> None:
+    assert record_converters({"value.converter": "json"}, BYTES, "write").value.decimal_format == (
+        "BASE64"
+    )
+    numeric = {"value.converter": "json", "value.converter.decimal.format": "numeric"}
+    assert record_converters(numeric, BYTES, "write").value.decimal_format == "NUMERIC"
 
 
 def test_built_in_defaults_and_connects_json_default_of_schemas_enabled() -> None:
@@ -135,6 +161,19 @@ def problem_keys(config: dict[str, str], direction: Direction = "read") -> list[
             },
             ["value.converter.avro.schema.id"],
         ),
+        (
+            {"value.converter": "json", "value.converter.decimal.format": "STRING"},
+            ["value.converter.decimal.format"],
+        ),
+        (
+            {"value.converter": "string", "value.converter.decimal.format": "NUMERIC"},
+            ["value.converter.decimal.format"],
+        ),
+        (
+            {"key.converter": "LongConverter", "key.converter.schemas.enable": "true"},
+            ["key.converter.schemas.enable"],
+        ),
+        ({"value.converter": "long", "value.schema": "BIGINT"}, ["value.schema"]),
         ({"value.schema": "id LONG"}, ["value.schema"]),
         ({"key.converter": "json", "key.schema": " "}, ["key.schema"]),
         (

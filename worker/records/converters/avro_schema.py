@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from worker.records.nesting import json_nesting_problem
+
 
 @dataclass(frozen=True)
 class FailureSign:
@@ -31,7 +33,7 @@ class FailureSign:
 
 
 def failure_sign(schema: str) -> FailureSign:
-    """`schema` is JSON already checked by `spec.avro_json_problem`."""
+    """`schema` is JSON already checked by `avro_json_problem`."""
     parsed: Any = json.loads(schema)
     if _nullable(parsed):
         return FailureSign(whole_null=False, required_fields=())
@@ -52,3 +54,19 @@ def _nullable(avro_type: Any) -> bool:
     if isinstance(avro_type, dict):
         return _nullable(avro_type.get("type"))
     return bool(avro_type == "null")
+
+
+def avro_json_problem(schema: str) -> str | None:
+    """What keeps `schema` from being an Avro schema at all (it is JSON: a type name,
+    an object with a `type`, or a union list), before Avro's own parser judges it."""
+    if (too_deep := json_nesting_problem(schema)) is not None:
+        return too_deep
+    try:
+        parsed = json.loads(schema)
+    except ValueError as exc:
+        return f"not JSON: {exc}"
+    if isinstance(parsed, dict) and "type" not in parsed:
+        return "an Avro schema object needs a 'type'"
+    if not isinstance(parsed, dict | list | str):
+        return "an Avro schema is a type name, an object with a 'type', or a union list"
+    return None

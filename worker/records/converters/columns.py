@@ -24,21 +24,17 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     DataType,
-    DateType,
     MapType,
     StringType,
     StructField,
     StructType,
-    TimestampType,
 )
 
 from worker.records.converters.avro_schema import failure_sign
-from worker.records.converters.connect_schema import (
-    UnmappableTypeError,
-    connect_schema,
-    has_logical_types,
-    wire_type,
-)
+from worker.records.converters.connect_schema import UnmappableTypeError
+from worker.records.converters.fixed_width import ENCODINGS, decode_fixed, encode_fixed
+from worker.records.converters.json_reading import from_wire, wire_type
+from worker.records.converters.json_writing import json_value
 from worker.records.converters.spec import ConverterSpec
 
 if TYPE_CHECKING:
@@ -100,6 +96,8 @@ def decode(spec: ConverterSpec, raw: Column, payload_type: DataType | None) -> D
         return Decoded(raw.cast("string"), f.lit(False))
     if spec.kind == "avro":
         return _decode_avro(spec, raw)
+    if spec.kind != "json":
+        return Decoded(*decode_fixed(spec.kind, raw))
     if payload_type is None:
         raise ValueError(f"{spec.key}: the json payload's type is not known yet")
     return _decode_json(spec, raw, payload_type)
@@ -113,27 +111,29 @@ def _decode_json(spec: ConverterSpec, raw: Column, payload_type: DataType) -> De
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_FIELD}
     name = f"__sparkherd_parsed_{spec.side}"
     parsed = f.col(name)
+    wire = wire_type(payload_type)
     if spec.schemas_enable:
-        # Dates and timestamps travel as numbers inside Connect's envelope.
-        payload = StructField("payload", wire_type(payload_type))
-        parse = f.from_json(text, _with_corrupt_field([payload]), options)
-        value = from_wire(parsed["payload"], payload_type)
+        parse = f.from_json(text, _with_corrupt_field([StructField("payload", wire)]), options)
+        payload = parsed["payload"]
         keys = f.json_object_keys(text)
         broken = parsed[CORRUPT_FIELD].isNotNull() | f.coalesce(
             ~f.array_contains(keys, "payload"), f.lit(True)
         )
-    elif isinstance(payload_type, StructType):
-        parse = f.from_json(text, _with_corrupt_field(payload_type.fields), options)
-        value = parsed.dropFields(CORRUPT_FIELD)
+    elif isinstance(wire, StructType):
+        parse = f.from_json(text, _with_corrupt_field(wire.fields), options)
+        payload = parsed.dropFields(CORRUPT_FIELD)
         broken = parsed[CORRUPT_FIELD].isNotNull()
     else:
         # A bare value (`42`, `"a"`, `[1]`) is read as the one element of a JSON array:
         # from_json takes no primitive at the top, and a second element is a failure.
         listed = f.concat(f.lit("["), text, f.lit("]"))
-        parse = f.from_json(listed, ArrayType(payload_type), options)
-        value = parsed[0]
-        broken = f.coalesce((f.size(parsed) != 1) | value.isNull(), f.lit(True))
-    return Decoded(f.when(~absent, value), ~absent & broken, parse.alias(name))
+        parse = f.from_json(listed, ArrayType(wire), options)
+        payload = f.try_element_at(parsed, f.lit(1))
+        broken = f.coalesce((f.size(parsed) != 1) | payload.isNull(), f.lit(True))
+    value = from_wire(payload, payload_type)
+    if value.bad is not None:
+        broken = broken | f.coalesce(value.bad, f.lit(False))
+    return Decoded(f.when(~absent, value.value), ~absent & broken, parse.alias(name))
 
 
 def _with_corrupt_field(fields: list[StructField]) -> StructType:
@@ -203,70 +203,20 @@ def encode(spec: ConverterSpec, payload: Column, data_type: DataType) -> Column:
         encoded = _avro_call(spec, "to_avro", payload, spec.avro_schema)
         prefix = spec.confluent_prefix
         return encoded if prefix is None else f.concat(f.lit(bytearray(prefix)), encoded)
-    if not spec.schemas_enable:
-        return _json_text(payload, data_type)
+    if spec.kind != "json":
+        wanted = ENCODINGS[spec.kind].data_type
+        if data_type != wanted:
+            raise ConverterMismatchError(
+                spec.key,
+                f"the {spec.kind} converter writes {wanted.simpleString()}, not "
+                f"{data_type.simpleString()} (cast it to {wanted.simpleString().upper()}, or "
+                "choose another converter)",
+            )
+        return encode_fixed(spec.kind, payload)
     try:
-        schema = connect_schema(data_type, optional=False)
+        return json_value(payload, data_type, spec.schemas_enable, spec.decimal_format)
     except UnmappableTypeError as exc:
         raise ConverterMismatchError(spec.key, str(exc)) from None
-    import json
-
-    body = _json_text(to_wire(payload, data_type), wire_type(data_type))
-    return f.when(
-        payload.isNotNull(),
-        f.concat(f.lit(f'{{"schema":{json.dumps(schema)},"payload":'), body, f.lit("}")),
-    )
-
-
-def _json_text(payload: Column, data_type: DataType) -> Column:
-    from pyspark.sql import functions as f
-
-    if isinstance(data_type, StructType | ArrayType | MapType):
-        return f.to_json(payload)
-    listed = f.to_json(f.array(payload))
-    return f.when(payload.isNotNull(), listed.substr(f.lit(2), f.length(listed) - 2))
-
-
-def to_wire(column: Column, data_type: DataType) -> Column:
-    """Dates and timestamps in `column` as Connect's JSON carries them: days, millis."""
-    from pyspark.sql import functions as f
-
-    return _mapped(column, data_type, f.unix_date, f.unix_millis)
-
-
-def from_wire(column: Column, data_type: DataType) -> Column:
-    """The inverse of `to_wire`: a column of `wire_type(data_type)` as `data_type`."""
-    from pyspark.sql import functions as f
-
-    return _mapped(column, data_type, f.date_from_unix_date, f.timestamp_millis)
-
-
-def _mapped(
-    column: Column,
-    data_type: DataType,
-    dates: Callable[[Column], Column],
-    timestamps: Callable[[Column], Column],
-) -> Column:
-    from pyspark.sql import functions as f
-
-    if not has_logical_types(data_type):
-        return column
-    if isinstance(data_type, DateType):
-        return dates(column)
-    if isinstance(data_type, TimestampType):
-        return timestamps(column)
-    if isinstance(data_type, ArrayType):
-        element = data_type.elementType
-        return f.transform(column, lambda item: _mapped(item, element, dates, timestamps))
-    if isinstance(data_type, MapType):
-        values = data_type.valueType
-        return f.transform_values(column, lambda _, item: _mapped(item, values, dates, timestamps))
-    assert isinstance(data_type, StructType)
-    fields = [
-        _mapped(column[field.name], field.dataType, dates, timestamps).alias(field.name)
-        for field in data_type.fields
-    ]
-    return f.when(column.isNotNull(), f.struct(*fields))
 
 
 def top_level(name: str) -> Column:

@@ -1,7 +1,7 @@
 """The Spark type of what a converter decodes, known before the query runs.
 
 A type comes from the config where it can (`value.schema`'s DDL, the Avro schema, the
-fixed type of bytes and string): then a connector's `transform.sql` is analysed against
+fixed type of the other converters): then a connector's `transform.sql` is analysed against
 it when the config is stored. A json payload with neither a DDL nor anything else to go
 by takes its type from data present when the task first starts: the envelope's own
 schema (`schemas.enable=true`) or the type `spark.read.json` infers from the first
@@ -20,6 +20,7 @@ from pyspark.sql.types import BinaryType, DataType, StringType
 
 from worker.plugins.api import ConfigProblem, ConnectorConfigError
 from worker.records.converters.connect_schema import UnmappableTypeError, spark_type
+from worker.records.converters.fixed_width import ENCODINGS
 from worker.records.converters.spec import ConverterSpec, schema_key
 from worker.records.nesting import value_nesting_problem
 
@@ -49,6 +50,8 @@ def declared_type(spec: ConverterSpec, spark: SparkSession) -> DataType | None:
         return StringType()
     if spec.kind == "avro":
         return _avro_type(spec, spark)
+    if spec.kind != "json":
+        return ENCODINGS[spec.kind].data_type
     if spec.schema_ddl is None:
         return None
     from pyspark.sql.types import _parse_datatype_string

@@ -14,19 +14,22 @@ key), so a typo such as `value.converter.schema.enable` is not silently ignored.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import Final, Literal, cast, get_args
 
 from pydantic import BaseModel, Field
 
 from worker.plugins.api import ConfigProblem, ConnectorConfigError, Settings, parse_config
-from worker.records.nesting import ddl_nesting_problem, json_nesting_problem
+from worker.records.converters.avro_schema import avro_json_problem
+from worker.records.nesting import ddl_nesting_problem
 
 Side = Literal["key", "value"]
 SIDES: Final[tuple[Side, ...]] = get_args(Side)
-Kind = Literal["bytes", "string", "json", "avro"]
+FixedKind = Literal["short", "integer", "long", "float", "double", "boolean"]
+"""Connect's converters of one number or boolean (`fixed_width`)."""
+Kind = Literal["bytes", "string", "json", "avro", FixedKind]
+DecimalFormat = Literal["BASE64", "NUMERIC"]
 Direction = Literal["read", "write"]
 """`read`: a connector decodes records it reads from Kafka; `write`: it encodes them."""
 WireFormat = Literal["confluent", "plain"]
@@ -36,31 +39,35 @@ CLASS_NAMES: Final[Mapping[Kind, str]] = {
     "string": "org.apache.kafka.connect.storage.StringConverter",
     "json": "org.apache.kafka.connect.json.JsonConverter",
     "avro": "io.confluent.connect.avro.AvroConverter",
+    **{
+        kind: f"org.apache.kafka.connect.converters.{kind.capitalize()}Converter"
+        for kind in get_args(FixedKind)
+    },
 }
 """Connect's class names (Confluent's for Avro, the one Connect users know); each kind's
 alias is its key here, and a simple class name (`JsonConverter`) works too."""
 
 SCHEMAS_ENABLE: Final = "schemas.enable"
+DECIMAL_FORMAT: Final = "decimal.format"
 AVRO_SCHEMA: Final = "avro.schema"
 AVRO_WIRE_FORMAT: Final = "avro.wire.format"
 AVRO_SCHEMA_ID: Final = "avro.schema.id"
 SETTINGS: Final[Mapping[Kind, frozenset[str]]] = {
-    "bytes": frozenset({SCHEMAS_ENABLE}),
-    "string": frozenset({SCHEMAS_ENABLE}),
-    "json": frozenset({SCHEMAS_ENABLE}),
+    **{kind: frozenset({SCHEMAS_ENABLE}) for kind in CLASS_NAMES},
+    "json": frozenset({SCHEMAS_ENABLE, DECIMAL_FORMAT}),
     "avro": frozenset({AVRO_SCHEMA, AVRO_WIRE_FORMAT, AVRO_SCHEMA_ID}),
 }
 """The settings each converter takes under its prefix. `schemas.enable=false` is
-accepted on string and bytes converters (Connect worker files often carry it for every
-converter, and it says nothing false there); `true` is refused, since no envelope would
-be read or written."""
+accepted on every converter but Avro's (Connect worker files often carry it for every
+converter, and it says nothing false there); `true` is refused but on json, since no
+envelope would be read or written."""
 REGISTRY_PREFIX: Final = "schema.registry."
 JAVA_INT_MAX: Final = 2**31 - 1
 
 
 _CLASS_DOC: Final = (
-    "Connect's converter class or its alias: bytes, string, json or avro; default: the "
-    "worker's {key}, else this connector's own"
+    "Connect's converter class or its alias: bytes, string, json, avro, short, integer, "
+    "long, float, double or boolean; default: the worker's {key}, else this connector's own"
 )
 
 
@@ -118,6 +125,9 @@ class ConverterSpec:
     """json: records are Connect's `{"schema": ..., "payload": ...}` envelope."""
     schema_ddl: str | None = None
     """json, reading: the payload's Spark type as DDL; None: taken from the data."""
+    decimal_format: DecimalFormat = "BASE64"
+    """json, writing: a decimal as the base64 of its unscaled bytes (Connect's default) or
+    as a JSON number. Reading takes either, as Connect's does."""
     avro_schema: str | None = None
     wire_format: WireFormat = "confluent"
     """avro: `confluent` records start with magic byte 0 and a 4-byte schema id."""
@@ -270,9 +280,10 @@ def _parse(
         problems.add(f"{key}.{SCHEMAS_ENABLE}", schemas_enable)
         schemas_enable = False
     ddl = _schema_ddl(config, side, kind, direction, problems)
-    if kind != "avro":
-        return ConverterSpec(side, kind, schemas_enable, ddl)
-    return _avro(side, settings, direction, problems)
+    if kind == "avro":
+        return _avro(side, settings, direction, problems)
+    decimals = _decimal_format(settings.get(DECIMAL_FORMAT), f"{key}.{DECIMAL_FORMAT}", problems)
+    return ConverterSpec(side, kind, schemas_enable, ddl, decimal_format=decimals)
 
 
 def _unknown_setting(kind: Kind, name: str) -> str:
@@ -299,6 +310,19 @@ def _schemas_enable(kind: Kind, text: str | None) -> bool | str:
             "and writes no schema (remove the setting or set it to false)"
         )
     return enabled
+
+
+def _decimal_format(text: str | None, key: str, problems: _Problems) -> DecimalFormat:
+    """Connect's values, in any case, as Connect takes them."""
+    for known in get_args(DecimalFormat):
+        if text is None or text.upper() == known:
+            return cast(DecimalFormat, known)
+    problems.add(
+        key,
+        f"invalid value {text!r}: BASE64 (a decimal as the base64 of its unscaled bytes, "
+        "Connect's default) or NUMERIC (a JSON number)",
+    )
+    return "BASE64"
 
 
 def _schema_ddl(
@@ -368,19 +392,3 @@ def _schema_id(text: str | None, key: str, problems: _Problems) -> int | None:
         problems.add(key, f"invalid value {text!r}: a schema id from 0 to {JAVA_INT_MAX}")
         return None
     return int(text)
-
-
-def avro_json_problem(schema: str) -> str | None:
-    """What keeps `schema` from being an Avro schema at all (it is JSON: a type name,
-    an object with a `type`, or a union list), before Avro's own parser judges it."""
-    if (too_deep := json_nesting_problem(schema)) is not None:
-        return too_deep
-    try:
-        parsed = json.loads(schema)
-    except ValueError as exc:
-        return f"not JSON: {exc}"
-    if isinstance(parsed, dict) and "type" not in parsed:
-        return "an Avro schema object needs a 'type'"
-    if not isinstance(parsed, dict | list | str):
-        return "an Avro schema is a type name, an object with a 'type', or a union list"
-    return None
