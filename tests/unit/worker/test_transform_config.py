@@ -12,6 +12,7 @@ from worker.plugins.api import ConnectorConfigError
 from worker.records.transforms.builders import PREDICATES, TRANSFORMS
 from worker.records.transforms.catalog import PLUGINS
 from worker.records.transforms.config import no_chain_problems, parse_chain
+from worker.records.transforms.definitions import DEBEZIUM_VERSION, KAFKA_VERSION
 
 T: Final = "org.apache.kafka.connect.transforms."
 
@@ -162,6 +163,33 @@ def test_a_bad_chain_names_the_key(config: dict[str, str], key: str, says: str) 
     found = problems(config)
     assert key in found, found
     assert says in found[key]
+
+
+@pytest.mark.parametrize(
+    ("kind", "alias", "class_name", "installed"),
+    [
+        ("transforms", "mask", f"{T}MaskField$Value", KAFKA_VERSION),
+        ("predicates", "dead", f"{T}predicates.RecordIsTombstone", KAFKA_VERSION),
+        ("transforms", "u", "io.debezium.transforms.ExtractNewRecordState", DEBEZIUM_VERSION),
+    ],
+)
+def test_a_plugin_version_admits_the_installed_class_only(
+    kind: str, alias: str, class_name: str, installed: str
+) -> None:
+    """KIP-891's `<kind>.<alias>.plugin.version`, as Connect 4.1 takes it: a range that
+    admits the one version this worker has is accepted, another is a 400 on that key."""
+    base = {kind: alias, f"{kind}.{alias}.type": class_name}
+    if kind == "transforms":
+        base["transforms.mask.fields"] = "item"
+    else:
+        base |= {"transforms": "f", "transforms.f.type": "Filter", "transforms.f.predicate": alias}
+    key = f"{kind}.{alias}.plugin.version"
+    for admitted in (installed, "latest", f"[{installed},)"):
+        parse_chain(base | {key: admitted})
+    found = problems(base | {key: "[0.1,0.2)"})
+    assert list(found) == [key]
+    assert installed in found[key] and class_name in found[key]
+    assert "invalid version requirement" in problems(base | {key: "[1.0"})[key]
 
 
 def test_a_connector_without_records_refuses_a_chain() -> None:

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from worker.plugins.api import JAVA_INT_MAX, ConfigProblem, ConnectorConfigError
+from worker.plugins.versions import version_problem
 from worker.records.transforms.catalog import PLUGINS, find
 from worker.records.transforms.class_checks import CLASS_CHECKS, LEGACY_SETTINGS
 from worker.records.transforms.definitions import (
     NEGATE,
+    PLUGIN_VERSION,
     PREDICATE,
     PREDICATES_KEY,
     TRANSFORMS_KEY,
@@ -207,8 +209,12 @@ def _configured(
     if plugin is None or plugin.type != wanted:
         problems.append(ConfigProblem(type_key, _unknown_class(named, wanted)))
         return None
-    framework = {TYPE, *((PREDICATE, NEGATE) if kind == TRANSFORMS_KEY else ())}
+    framework = {TYPE, PLUGIN_VERSION, *((PREDICATE, NEGATE) if kind == TRANSFORMS_KEY else ())}
     given = {key[len(prefix) :]: value for key, value in config.items() if key.startswith(prefix)}
+    if (required := given.get(PLUGIN_VERSION)) is not None and (
+        wrong := version_problem(required, f"Plugin {plugin.class_name}", plugin.version)
+    ) is not None:
+        problems.append(ConfigProblem(f"{prefix}{PLUGIN_VERSION}", wrong))
     values: dict[str, Value] = {}
     for name in sorted(set(given) - framework):
         setting = plugin.setting(name)

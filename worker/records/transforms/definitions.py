@@ -27,6 +27,9 @@ PREDICATES_KEY: Final = "predicates"
 TYPE: Final = "type"
 PREDICATE: Final = "predicate"
 NEGATE: Final = "negate"
+PLUGIN_VERSION: Final = "plugin.version"
+"""KIP-891: the version of the class a transform or predicate must be, a Maven range
+(`worker.plugins.versions`); the worker has one of each, so it admits that or is a 400."""
 
 
 @dataclass(frozen=True)
