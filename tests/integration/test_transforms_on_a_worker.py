@@ -3,8 +3,9 @@
 issue 43: the chain used to be accepted and ignored), a `Filter` with a predicate drops
 what it matches, a record a transform cannot handle fails the task naming the record and
 the alias (`errors.tolerance=none`) or goes to the dead letter queue with stage
-TRANSFORMATION (`all`), a `RegexRouter` on `files-to-kafka` routes the records, and a bad
-chain is a 400 naming the alias and the key."""
+TRANSFORMATION (`all`), a `RegexRouter` on `files-to-kafka` routes the records, the
+chain of Kafka's own documentation runs as copied, and a bad chain is a 400 naming the
+alias and the key."""
 
 from __future__ import annotations
 
@@ -94,6 +95,43 @@ def test_mask_field_masks_the_field_in_what_kafka_to_files_writes(
     api.call("DELETE", "/connectors/leak", 204)
     assert sorted(r["id"] for r in rows) == list(range(8))
     assert {r["item"] for r in rows} == {""}
+
+
+def test_the_chain_of_kafkas_own_documentation_runs_unchanged(
+    broker: EmbeddedBroker, worker: WorkerProcess, tmp_path: Path
+) -> None:
+    """Apache Kafka's Connect documentation ("Transformations") wraps each line of a
+    file in a struct and stamps its source with these very keys; copied as they are,
+    lines read with the string converter come out as that struct."""
+    topic = new_topic(broker.bootstrap_servers, "docs-chain", 1)
+    lines = ["foo", "bar", "hello world"]
+    produce(broker.bootstrap_servers, topic, [Outgoing(None, line.encode()) for line in lines])
+    from_kafkas_docs = {
+        "transforms": "MakeMap, InsertSource",
+        "transforms.MakeMap.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+        "transforms.MakeMap.field": "line",
+        "transforms.InsertSource.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+        "transforms.InsertSource.static.field": "data_source",
+        "transforms.InsertSource.static.value": "test-file-source",
+    }
+    config = {
+        "connector.class": "kafka-to-files",
+        "kafka.bootstrap.servers": broker.bootstrap_servers,
+        "topics": topic,
+        "output.path": str(tmp_path / "out"),
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "transform.sql": "SELECT value.* FROM source",
+        **from_kafkas_docs,
+    }
+    api = Api(worker.url, timeout_s=240)
+    api.call("PUT", "/connectors/docs-chain/config", 201, json=config)
+    rows = wait_until(
+        lambda: written(tmp_path / "out"), 240, what="3 rows", until=lambda r: len(r) >= 3
+    )
+    api.call("DELETE", "/connectors/docs-chain", 204)
+    assert sorted(rows, key=lambda r: str(r["line"])) == [
+        {"line": line, "data_source": "test-file-source"} for line in sorted(lines)
+    ]
 
 
 def test_a_filter_with_a_predicate_drops_what_it_matches_and_routes_the_rest(
