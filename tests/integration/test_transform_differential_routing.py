@@ -248,6 +248,33 @@ def test_debezium_2_settings_read_as_the_mode_they_equal(
     compare(oracle, spark, ours, change_events(), connect_config=theirs)
 
 
+@pytest.mark.parametrize(
+    ("legacy", "mode"),
+    [
+        ({"drop.tombstones": "false"}, "drop"),
+        ({"drop.tombstones": "false", "delete.handling.mode": "none"}, "tombstone"),
+    ],
+)
+def test_debezium_2_settings_that_keep_tombstones(
+    oracle: ConnectOracle, spark: SparkSession, legacy: dict[str, str], mode: str
+) -> None:
+    """`drop.tombstones=false` beside `delete.handling.mode` `drop` (its default) or
+    `none`, the JDBC sinks' hard-delete recipes of Debezium 2, have no mode in Debezium 3:
+    they run as Debezium 2 ran them, which is Debezium 3's `mode` on every record but a
+    tombstone, and the tombstone kept (`RecordIsTombstone`, negated, in Connect's chain)."""
+    ours = chain(("unwrap", UNWRAP, legacy))
+    theirs = chain(
+        (
+            "unwrap",
+            UNWRAP,
+            {"delete.tombstone.handling.mode": mode, "predicate": "tomb", "negate": "true"},
+        ),
+        predicates="tomb",
+        predicates__tomb__type=f"{P}RecordIsTombstone",
+    )
+    compare(oracle, spark, ours, change_events(), connect_config=theirs)
+
+
 def test_route_by_field_and_other_records(oracle: ConnectOracle, spark: SparkSession) -> None:
     config = chain(("unwrap", UNWRAP, {"route.by.field": "first_name"}))
     compare(oracle, spark, config, change_events())

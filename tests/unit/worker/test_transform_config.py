@@ -143,7 +143,7 @@ def test_a_chain_as_connect_configures_it() -> None:
                 "transforms": "u",
                 "transforms.u.type": "io.debezium.transforms.ExtractNewRecordState",
                 "transforms.u.drop.tombstones": "false",
-                "transforms.u.delete.handling.mode": "none",
+                "transforms.u.delete.handling.mode": "soft",
             },
             "transforms.u.drop.tombstones",
             "no equal in Debezium 3",

@@ -25,14 +25,21 @@ DROP_TOMBSTONES: Final = "drop.tombstones"
 DELETE_HANDLING: Final = "delete.handling.mode"
 LEGACY_SETTINGS: Final = {"ExtractNewRecordState": (DROP_TOMBSTONES, DELETE_HANDLING)}
 """Settings Debezium 3 removed (and ignores), read as the mode they equal."""
+DROP_KEEPING_TOMBSTONES: Final = "drop, keeping tombstones"
+TOMBSTONE_KEEPING_TOMBSTONES: Final = "tombstone, keeping tombstones"
 LEGACY_MODES: Final = {
     ("true", "drop"): "drop",
     ("true", "none"): "tombstone",
     ("true", "rewrite"): "rewrite",
     ("false", "rewrite"): "rewrite-with-tombstone",
+    ("false", "drop"): DROP_KEEPING_TOMBSTONES,
+    ("false", "none"): TOMBSTONE_KEEPING_TOMBSTONES,
 }
 """`drop.tombstones` and `delete.handling.mode` (Debezium 2's defaults: true, drop) as
-the `delete.tombstone.handling.mode` that does the same; other pairs have none."""
+the `delete.tombstone.handling.mode` that does the same; the two pairs that keep the
+source's tombstones beside `drop` or `none` (the JDBC sinks' hard-delete recipes) have
+no mode in Debezium 3, and run as Debezium 2 ran them: the mode's deletes, with every
+tombstone kept."""
 TRANSACTION_FIELDS: Final = frozenset({"id", "total_order", "data_collection_order"})
 TOP_LEVEL_FIELDS: Final = frozenset({"op", "ts_ms", "ts_us", "ts_ns"})
 

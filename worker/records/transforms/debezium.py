@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Final
 
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
-from worker.records.transforms.class_checks import EventField, delete_mode, event_fields
+from worker.records.transforms.class_checks import (
+    DROP_KEEPING_TOMBSTONES,
+    TOMBSTONE_KEEPING_TOMBSTONES,
+    EventField,
+    delete_mode,
+    event_fields,
+)
 from worker.records.transforms.config import Configured
 from worker.records.transforms.headers import header, header_text, with_headers
 from worker.records.transforms.record import (
@@ -35,6 +41,10 @@ if TYPE_CHECKING:
 
 DELETED: Final = "__deleted"
 REWRITE_MODES: Final = frozenset({"rewrite", "rewrite-with-tombstone"})
+KEEPS_TOMBSTONES: Final = frozenset(
+    {"rewrite-with-tombstone", DROP_KEEPING_TOMBSTONES, TOMBSTONE_KEEPING_TOMBSTONES}
+)
+DROPS_DELETES: Final = frozenset({"drop", DROP_KEEPING_TOMBSTONES})
 
 
 def is_event(data_type: DataType) -> bool:
@@ -52,7 +62,7 @@ def extract_new_record_state(
     mode = delete_mode(configured)
     value = f.col(VALUE)
     tombstone = value.isNull()
-    keep_tombstones = mode == "rewrite-with-tombstone"
+    keep_tombstones = mode in KEEPS_TOMBSTONES
     headers = _headers(configured, record.value_type)
     if not is_event(record.value_type):
         return Change(headers=headers, drop=tombstone & f.lit(not keep_tombstones))
@@ -76,7 +86,11 @@ def extract_new_record_state(
     row = f.when(after.isNotNull(), _row(after, row_type, "false" if rewrite else None, added))
     if rewrite:
         row = row.when(deleted, _row(before, row_type, "true", added))
-    drop = (tombstone & f.lit(not keep_tombstones)) | truncated | (deleted & f.lit(mode == "drop"))
+    drop = (
+        (tombstone & f.lit(not keep_tombstones))
+        | truncated
+        | (deleted & f.lit(mode in DROPS_DELETES))
+    )
     change = Change(value=row, headers=headers, drop=drop)
     field = configured.text("route.by.field") or ""
     if not field:
