@@ -86,3 +86,30 @@ def debezium_sink_config(
         "value.converter": json_with_schema,
         "value.converter.schemas.enable": "true",
     }
+
+
+def change_event_sink_config(
+    topics: str, table: str, jdbc_url: str, user: str, password: str
+) -> dict[str, str]:
+    """The sink as Debezium's documentation sets it up for a topic of change events: it
+    reads the envelope itself (no `ExtractNewRecordState`), upserts by the record key,
+    deletes on `op=d` (`delete.enabled`), and creates and widens the table
+    (`schema.evolution=basic`); JSON with schemas, keys too."""
+    json_with_schema = "org.apache.kafka.connect.json.JsonConverter"
+    return {
+        "connector.class": DEBEZIUM_JDBC_SINK,
+        "tasks.max": "1",
+        "topics": topics,
+        "connection.url": jdbc_url,
+        "connection.username": user,
+        "connection.password": password,
+        "insert.mode": "upsert",
+        "primary.key.mode": "record_key",
+        "delete.enabled": "true",
+        "schema.evolution": "basic",
+        "collection.name.format": table,
+        "key.converter": json_with_schema,
+        "key.converter.schemas.enable": "true",
+        "value.converter": json_with_schema,
+        "value.converter.schemas.enable": "true",
+    }
