@@ -56,6 +56,7 @@ from tests.support.processes import process_tree, ready_worker, running_broker
 from tests.support.rest_client import Api
 from worker.connectors.files.kafka_to_files import KafkaToFilesTask
 from worker.connectors.kafka_sink import ASSIGN_KEY
+from worker.kafka.client import Outgoing
 from worker.kafka.source import format_assignment
 from worker.plugins.api import TaskContext
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
@@ -169,10 +170,16 @@ def wait_committed(task_dir: Path, records: int) -> None:
     wait_until(lambda: rows() >= records, TIMEOUT_S, interval_s=0.1, what="records")
 
 
-def produce_wave(bootstrap_servers: str, topic: str, numbers: range) -> None:
+Encode = Callable[[range], list[Outgoing]]
+"""The records numbered in a range, as produced (`keyed`: key-n, value-n)."""
+
+
+def produce_wave(
+    bootstrap_servers: str, topic: str, numbers: range, encode: Encode = keyed
+) -> None:
     for start in range(numbers.start, numbers.stop, PRODUCE_CHUNK):
         chunk = range(start, min(start + PRODUCE_CHUNK, numbers.stop))
-        produce(bootstrap_servers, topic, keyed(chunk))
+        produce(bootstrap_servers, topic, encode(chunk))
 
 
 def batch_ids(checkpoint: Path, log: str) -> list[int]:
@@ -193,14 +200,22 @@ class Job:
 
 
 def timed_backlog(
-    bootstrap_servers: str, topic: str, job: Job, side: str, client: str, records: int
+    bootstrap_servers: str,
+    topic: str,
+    job: Job,
+    side: str,
+    client: str,
+    records: int,
+    encode: Encode = keyed,
+    warm_up_produced: bool = False,
 ) -> Run:
     """The run: warm-up, stop, backlog, then the timed restart."""
     task_dir = job.output / "task-0"
-    produce_wave(bootstrap_servers, topic, range(WARM_UP))
+    if not warm_up_produced:
+        produce_wave(bootstrap_servers, topic, range(WARM_UP), encode)
     wait_committed(task_dir, WARM_UP)
     job.stop()
-    produce_wave(bootstrap_servers, topic, range(WARM_UP, WARM_UP + records))
+    produce_wave(bootstrap_servers, topic, range(WARM_UP, WARM_UP + records), encode)
     planned_before = max(batch_ids(job.checkpoint, "offsets"), default=-1)
     cpu_before, began_wall, began = cpu_of(job.pid), time.time(), time.perf_counter()
     job.start()
@@ -234,9 +249,23 @@ Side = Callable[[str, Path, int, str], Run]
 """One run on a side: (bootstrap servers, the run's directory, records, client)."""
 
 
+ConfigOf = Callable[[str, str, Path, str], dict[str, str]]
+"""A run's connector config: (bootstrap servers, topic, output path, client)."""
+
+
 @contextmanager
-def worker_side(bootstrap_servers: str, root: Path, settings: Sequence[str]) -> Iterator[Side]:
-    """One worker for every worker run: each run a connector of its own, deleted after."""
+def worker_side(
+    bootstrap_servers: str,
+    root: Path,
+    settings: Sequence[str],
+    config_of: ConfigOf = connector_config,
+    encode: Encode = keyed,
+    wave_before_start: bool = False,
+) -> Iterator[Side]:
+    """One worker for every worker run: each run a connector of its own, deleted after.
+    `config_of` and `encode` let another bench time other configs and records;
+    `wave_before_start` produces the warm-up wave before the connector is created, for a
+    converter that infers the records' type from the first of them (JSON)."""
     root.mkdir()
     spark = [f"{key}={value}" for key, value in SAME_SPARK.items()]
     with ready_worker("bench", bootstrap_servers, root, [*spark, *settings]) as worker:
@@ -246,7 +275,9 @@ def worker_side(bootstrap_servers: str, root: Path, settings: Sequence[str]) -> 
 
         def run(servers: str, run_dir: Path, records: int, client: str) -> Run:
             name, topic = run_dir.name, new_topic(servers, "bench", PARTITIONS)
-            config = connector_config(servers, topic, run_dir / "out", client)
+            config = config_of(servers, topic, run_dir / "out", client)
+            if wave_before_start:
+                produce_wave(servers, topic, range(WARM_UP), encode)
             api.call("PUT", f"/connectors/{name}/config", 201, json=config)
             api.wait_states(name, "RUNNING", ["RUNNING"])
 
@@ -260,7 +291,9 @@ def worker_side(bootstrap_servers: str, root: Path, settings: Sequence[str]) -> 
             checkpoint = checkpoint_dir_for(root / "checkpoints", name, 0)
             job = Job(run_dir / "out", checkpoint, pause, resume, worker_pid)
             try:
-                return timed_backlog(servers, topic, job, "worker", client, records)
+                return timed_backlog(
+                    servers, topic, job, "worker", client, records, encode, wave_before_start
+                )
             finally:
                 api.call("DELETE", f"/connectors/{name}", 204)
 
