@@ -1,14 +1,16 @@
 """Debezium change events into PostgreSQL, differentially: one topic of change events for
 a table (snapshot reads, creates, updates, one setting a column to null, deletes each
-followed by its tombstone, a deleted key created again, and many changes to one key in a
-row), its keys and values written by Connect's own JsonConverter (through the oracle)
-from structs shaped as Debezium's envelope, is read by sparkherd's `kafka-to-jdbc` with
-`ExtractNewRecordState` (upsert by the record key, `delete.enabled`) and by Debezium's
-own JDBC sink on Kafka Connect, which reads the envelope itself, as Debezium documents.
-Each writes its own table of one PostgreSQL; both tables must equal, row for row, the
-state the events leave (computed here by applying them in order). The events come in
-two waves, the second once both tables hold the first: a batch then holds several
-changes of one key, and a key deleted in one batch is created again in a later one.
+followed by its tombstone, a deleted key created again, many changes to one key in a
+row, and a truncate, which neither sink applies), its keys and values written by
+Connect's own JsonConverter (through the oracle) from structs shaped as Debezium's
+envelope, is read by sparkherd's `kafka-to-jdbc` with `ExtractNewRecordState` (upsert by
+the record key, `delete.enabled`), once as Debezium 3 configures it and once with
+Debezium 2's `drop.tombstones=false`, and by Debezium's own JDBC sink on Kafka Connect,
+which reads the envelope itself, as Debezium documents. Each writes its own table of one
+PostgreSQL; every table must equal, row for row, the state the events leave (computed
+here by applying them in order). The events come in two waves, the second once every
+table holds the first: a batch then holds several changes of one key, and a key deleted
+in one batch is created again in a later one.
 """
 
 from __future__ import annotations
@@ -99,8 +101,9 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class Change:
-    """One change of key `id`: `op` with the row it leaves (`c`, `r`, `u`), `d`, or
-    None for the tombstone Debezium writes after a delete."""
+    """One change of key `id`: `op` with the row it leaves (`c`, `r`, `u`), `d`, None
+    for the tombstone Debezium writes after a delete, or `t` for a truncate of the
+    source table (an event without a key, which neither sink applies by default)."""
 
     id: int
     op: str | None
@@ -147,6 +150,7 @@ SECOND_WAVE: Final = (
     Change(2, "d"),
     Change(2, None),
     Change(3, "c", row(3, 9)),
+    Change(0, "t"),
     Change(4, "d"),
     Change(4, None),
     Change(8, "c", row(8, 10)),
@@ -165,7 +169,7 @@ def final_state(changes: Sequence[Change]) -> list[Row]:
     for change in changes:
         if change.row is not None:
             table[change.id] = change.row
-        else:
+        elif change.op != "t":
             table.pop(change.id, None)
     return [table[id] for id in sorted(table)]
 
@@ -178,7 +182,7 @@ def events(oracle: ConnectOracle, topic: str, changes: Sequence[Change]) -> list
     latest: dict[int, Row] = {}
     written = []
     for n, change in enumerate(changes):
-        key = oracle.write(keys, topic, KEY, {"id": change.id})
+        key = None if change.op == "t" else oracle.write(keys, topic, KEY, {"id": change.id})
         if change.op is None:
             written.append(Outgoing(key, None))
             continue
