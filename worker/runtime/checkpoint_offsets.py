@@ -8,6 +8,11 @@ the newest batch that has both. So the offsets a task has *committed* are those 
 newest committed batch, and altering them means appending one more batch that is already
 committed, with the new offsets; nothing Spark wrote is ever rewritten. Resetting removes
 the checkpoint, so the query starts from its sources' initial offsets at batch 0.
+
+The ids of the batches appended so are listed beside the checkpoint (`ALTERED_FILE`):
+they are the only batches a sink never saw, and a file sink must log them as empty
+(`worker.connectors.files.file_sink`) while every other gap in its log stays a gap that
+Spark refuses (a checkpoint resumed into another directory).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from typing import Any, Final
 from worker.runtime.task_offsets import OffsetsError, SourceOffset
 
 NO_OFFSET = "-"
+ALTERED_FILE: Final = "sparkherd-altered-batches.json"
+"""In a task's checkpoint directory, beside Spark's own files (which Spark ignores)."""
 
 
 def committed_offsets(checkpoint: Path, task: int) -> list[SourceOffset]:
@@ -69,7 +76,19 @@ def alter_offsets(checkpoint: Path, offsets: Mapping[int, Any]) -> int:
     )
     _write_new(checkpoint / "offsets" / str(batch), "\n".join([*header, *altered]))
     _write_new(checkpoint / "commits" / str(batch), commit)
+    listed = checkpoint / ALTERED_FILE
+    temporary = listed.with_name(f".{ALTERED_FILE}.tmp")
+    temporary.write_text(json.dumps(sorted({*altered_batches(checkpoint), batch})), "utf-8")
+    os.replace(temporary, listed)
     return batch
+
+
+def altered_batches(checkpoint: Path) -> frozenset[int]:
+    """The ids of the batches `alter_offsets` appended to `checkpoint`."""
+    listed = checkpoint / ALTERED_FILE
+    if not listed.is_file():
+        return frozenset()
+    return frozenset(int(batch) for batch in json.loads(listed.read_text(encoding="utf-8")))
 
 
 SEEDED_METADATA: Final = '{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}'

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from worker.runtime.checkpoint_layout import checkpoint_query_id
-from worker.runtime.checkpoint_offsets import alter_offsets, committed_offsets, reset_offsets
+from worker.runtime.checkpoint_offsets import (
+    alter_offsets,
+    altered_batches,
+    committed_offsets,
+    reset_offsets,
+)
 from worker.runtime.task_offsets import MAX_POSITION, OffsetsError, SourceOffset, check_offset
 
 METADATA = '{"batchWatermarkMs":0,"batchTimestampMs":1795423176110,"conf":{}}'
@@ -61,6 +66,16 @@ def test_altering_appends_one_committed_batch_and_rewrites_nothing(tmp_path: Pat
     assert lines[:2] == ["v1", METADATA]
     assert (root / "commits" / "2").read_text() == COMMIT
     assert all((root / "offsets" / name).read_bytes() == data for name, data in before.items())
+    assert not [p for p in root.rglob("*.tmp")]
+
+
+def test_the_batches_altering_appended_are_listed_and_only_those(tmp_path: Path) -> None:
+    """A file sink logs these, and only these, as empty: the sink never saw them."""
+    root = checkpoint(tmp_path, [['{"offset":15}'], ['{"offset":30}']], committed=1)
+    assert altered_batches(root) == frozenset()
+    assert alter_offsets(root, {0: {"offset": 0}}) == 2
+    assert alter_offsets(root, {0: {"offset": 5}}) == 3
+    assert altered_batches(root) == {2, 3}
     assert not [p for p in root.rglob("*.tmp")]
 
 

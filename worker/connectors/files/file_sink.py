@@ -13,8 +13,10 @@ into a directory that an earlier one filled (partitions taken over after `tasks.
 changed, offsets reset) must not have its batches skipped as already committed, nor
 start a log with a gap, which Spark's compaction fails on (`BATCH_METADATA_NOT_FOUND`).
 For the same reason a batch the checkpoint committed without the sink (one that
-`PATCH .../offsets` or KIP-995's `initial_offsets` wrote: positions, no rows) gets an
-empty entry in the sink's log before the query starts (`log_committed_batches`).
+`PATCH .../offsets` wrote: positions, no rows) gets an empty entry in the sink's log
+before the query starts (`log_committed_batches`); only such batches do, so a checkpoint
+resumed into another directory still fails at the log's compaction, which is not
+restarted and says what to do.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from worker.connectors.claimed_batches import BatchStep, start_claimed_query
 from worker.plugins.api import TaskContext, task_output_path
-from worker.runtime.checkpoint_offsets import newest_committed_batch, newest_planned_batch
+from worker.runtime.checkpoint_offsets import altered_batches, newest_planned_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -61,10 +63,8 @@ def start_file_sink(
     sink = file_stream_sink(rows, path, output_format)
     newest = newest_sink_batch(rows.sparkSession, path)
     first = first_sink_batch(context.checkpoint_dir, newest)
-    committed = newest_committed_batch(context.checkpoint_dir)
-    log_committed_batches(
-        rows.sparkSession, path, range(max(newest + 1, first), first + committed + 1)
-    )
+    altered = (first + batch for batch in altered_batches(context.checkpoint_dir))
+    log_committed_batches(rows.sparkSession, path, sorted(b for b in altered if b > newest))
     return start_claimed_query(
         rows,
         context,
@@ -90,10 +90,10 @@ def first_sink_batch(checkpoint: Path, newest_in_log: int) -> int:
     return newest_in_log + 1
 
 
-def log_committed_batches(spark: SparkSession, directory: str, batches: range) -> None:
+def log_committed_batches(spark: SparkSession, directory: str, batches: list[int]) -> None:
     """An empty entry in the sink's log in `directory` for each of `batches` (the sink's
-    ids of batches the checkpoint committed that the log lacks), written by Spark's own
-    log class, compactions included, so the sink's next batch finds no gap."""
+    ids of batches the offsets writer committed that the log lacks), written by Spark's
+    own log class, compactions included, so the sink's next batch finds no gap."""
     if not batches:
         return
     jvm: Any = spark._jvm
