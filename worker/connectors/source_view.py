@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from worker.kafka.source import SCHEMA
 from worker.plugins.api import ConfigProblem
+from worker.records.converters.columns import decode, with_parses
 from worker.records.converters.records import PayloadTypes, view_schema
 from worker.records.converters.spec import RecordConverters, schema_key
 
@@ -30,18 +31,20 @@ def unreadable_schemas(
     spark: SparkSession, converters: RecordConverters, types: PayloadTypes
 ) -> list[ConfigProblem]:
     """A `key.schema`/`value.schema` Spark parses may still name a type its JSON reader
-    refuses (`CHAR(3)`, `VARCHAR(4)`): found here, as the task's `from_json` would find
-    it when it starts, on the key that names it."""
+    refuses (`CHAR(3)`, `VARCHAR(4)`): found here, by analysing the very decoding the task
+    runs when it starts (a bare `BIGINT` key is read inside a JSON array, a struct as
+    it is), on the key that names it."""
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as f
 
-    text = spark.createDataFrame([], "text STRING")
+    raw = spark.createDataFrame([], "raw BINARY")
     problems = []
     for spec, payload in zip(converters, (types.key, types.value), strict=True):
         if spec.schema_ddl is None or payload is None:
             continue
+        decoded = decode(spec, f.col("raw"), payload)
         try:
-            _ = text.select(f.from_json("text", payload)).schema
+            _ = with_parses(raw, decoded).select(decoded.value, decoded.failed).schema
         except PySparkException as exc:
             problem = str(exc).strip().splitlines()[0]
             problems.append(
