@@ -145,6 +145,17 @@ class ClusterAdmin:
             raise TaskNotFound(task)
         return self._statuses.task(task)
 
+    def stopping_tasks(self, name: str) -> dict[ConnectorTaskId, Status]:
+        """Tasks the connector no longer has (it was STOPPED, or has fewer tasks) whose
+        last status says they still run: their stop waits for a rebalance, and until it
+        has come they are shown, and the connector's offsets stay closed."""
+        current = len(self.connector(name).tasks)
+        return {
+            ConnectorTaskId(name, task): status
+            for task, status in sorted(self._statuses.tasks_of(name).items())
+            if task >= current and status.state in (TaskState.RUNNING, TaskState.RESTARTING)
+        }
+
     async def connector_offsets(self, name: str) -> list[SourceOffset]:
         """What each task says it has committed (KIP-875's GET offsets)."""
         if name not in self._configs.snapshot().connectors:
@@ -354,12 +365,7 @@ class ClusterAdmin:
         if self._configs.planned().target_state(name) is not TargetState.STOPPED:
             raise ConnectorNotStopped(name)
         await self._statuses.read_to_end()
-        running = sorted(
-            task
-            for task, status in self._statuses.tasks_of(name).items()
-            if status.state in (TaskState.RUNNING, TaskState.RESTARTING)
-        )
-        if running:
+        if running := [task.task for task in self.stopping_tasks(name)]:
             raise TasksStillRunning(name, running)
 
 

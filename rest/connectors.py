@@ -239,7 +239,9 @@ def _status(
     restarting: RestartRequest | None = None,
 ) -> ConnectorStatusBody:
     """The connector's status; with `restarting`, what that request restarts is shown
-    RESTARTING, as Connect's 202 answer does."""
+    RESTARTING, as Connect's 202 answer does. Tasks the connector no longer has are
+    shown while they still run (`stopping_tasks`): a STOPPED connector lists none only
+    once they have stopped, when its offsets can be altered."""
     view = admin.connector(name)
     version = versions(view.config)
     connector = admin.connector_status(name)
@@ -252,6 +254,7 @@ def _status(
         if restarting is not None and restarting.covers_task(task, body.state == "FAILED"):
             body.state = TaskState.RESTARTING
         tasks.append(body)
+    tasks += [_task_state(t, s, version) for t, s in admin.stopping_tasks(name).items()]
     return ConnectorStatusBody(
         name=name,
         connector=ConnectorStateBody(

@@ -93,6 +93,21 @@ def test_a_stopped_connector_whose_task_still_runs_answers_409(
     assert "task(s) [0] still report RUNNING" in answer.json()["message"]
 
 
+def test_a_stopped_connectors_status_shows_a_task_until_it_has_stopped(
+    client: TestClient, herder: FakeHerder
+) -> None:
+    """So that waiting for "STOPPED with no task" is waiting until the offsets can change:
+    the status listed a STOPPED connector's tasks from its task configs alone (none)."""
+    herder.add("gen", target=TargetState.STOPPED)
+    herder.report(ConnectorTaskId("gen", 0), TaskState.RUNNING)
+    tasks = client.get("/connectors/gen/status").json()["tasks"]
+    assert [(t["id"], t["state"]) for t in tasks] == [(0, "RUNNING")]
+
+    herder.report(ConnectorTaskId("gen", 0), TaskState.UNASSIGNED)
+    assert client.get("/connectors/gen/status").json()["tasks"] == []
+    assert client.delete("/connectors/gen/offsets").status_code == 200
+
+
 @pytest.mark.parametrize(
     ("method", "body"),
     [("PATCH", offsets(({"task": 0}, None))), ("DELETE", None)],
