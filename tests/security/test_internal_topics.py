@@ -100,6 +100,28 @@ def test_a_source_may_not_write_an_internal_topic(
     assert list(refused_keys(plugins, files_source(tmp_path, topic))) == ["topic"]
 
 
+T = "org.apache.kafka.connect.transforms."
+
+
+@pytest.mark.parametrize(
+    ("router", "key"),
+    [
+        ({"type": f"{T}RegexRouter", "regex": ".*", "replacement": "sh-configs"}, "replacement"),
+        ({"type": f"{T}TimestampRouter", "topic.format": "sh-status"}, "topic.format"),
+    ],
+)
+def test_a_router_may_not_name_an_internal_topic(
+    plugins: RegistryPlugins, tmp_path: Path, router: dict[str, str], key: str
+) -> None:
+    """A router whose topic is literal names it for every record: a 400 at create (one
+    that builds the topic from the record's is checked per record, a TRANSFORMATION
+    error)."""
+    chain = {"transforms": "route", **{f"transforms.route.{k}": v for k, v in router.items()}}
+    assert list(refused_keys(plugins, files_source(tmp_path, "orders") | chain)) == [
+        f"transforms.route.{key}"
+    ]
+
+
 @pytest.mark.parametrize(
     "tables", [{"table.whitelist": "orders,status"}, {"query": "SELECT 1 AS id"}]
 )

@@ -171,15 +171,21 @@ def no_chain_problems(config: Mapping[str, str], connector: str) -> list[ConfigP
 
 
 def routed_topics(config: Mapping[str, str]) -> dict[str, list[str]]:
-    """The topics RegexRouters of a valid chain name outright (a replacement without a
-    group reference), by the key that names them: held, as every topic a config names,
-    to the rule that no connector touches the worker's own topics."""
+    """The topics routers of a valid chain name outright (a RegexRouter's replacement
+    without a group reference, a TimestampRouter's format without `${topic}` or
+    `${timestamp}`), by the key that names them: held, as every topic a config names, to
+    the rule that no connector touches the worker's own topics."""
     named: dict[str, list[str]] = {}
     for stage in parse_chain(config):
         configured = stage.transform
-        replacement = configured.text("replacement") or ""
-        if configured.family == "RegexRouter" and not set("$\\") & set(replacement):
-            named[configured.key("replacement")] = [replacement]
+        if configured.family == "RegexRouter":
+            replacement = configured.text("replacement") or ""
+            if not set("$\\") & set(replacement):
+                named[configured.key("replacement")] = [replacement]
+        elif configured.family == "TimestampRouter":
+            topic_format = configured.text("topic.format") or ""
+            if "${topic}" not in topic_format and "${timestamp}" not in topic_format:
+                named[configured.key("topic.format")] = [topic_format]
     return named
 
 
