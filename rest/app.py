@@ -40,8 +40,7 @@ from rest.offsets import offsets_router
 from rest.progress import progress_router
 from rest.security import RestSecurity
 from rest.ui import ui_router
-from worker.plugins.connector_configs import RegistryPlugins
-from worker.runtime.trigger_lag import overload_line
+from rest.worker_seam import RegistryPlugins, overload_line
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rest.errors import error_response
-from worker.records.nesting import json_nesting_problem
+from rest.worker_seam import json_nesting_problem
 
 MAX_BODY_BYTES = 1_000_000
 

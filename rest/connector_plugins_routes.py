@@ -23,20 +23,25 @@ from pydantic.fields import FieldInfo
 
 from rest.errors import error_response
 from rest.models import ConnectorConfig, ErrorBody, config_string, string_config
-from worker.plugins.api import HIDDEN, ConfigProblem, Connector
-from worker.plugins.connector_configs import RegistryPlugins
-from worker.plugins.record_plugins import find_record_plugin, record_plugins
-from worker.plugins.registry import (
+from rest.worker_seam import (
     CONNECTOR_CLASS,
     CONNECTOR_VERSION,
+    HIDDEN,
+    LATEST,
+    ConfigProblem,
+    Connector,
     FrameworkSettings,
     PluginRegistry,
+    RegistryPlugins,
+    Setting,
     UnknownPluginError,
+    chain_definitions,
+    find_record_plugin,
     plugin_version,
     qualified_name,
+    record_plugins,
+    version_problem,
 )
-from worker.plugins.versions import LATEST, version_problem
-from worker.records.transforms.catalog import Setting, chain_definitions
 
 _SCALAR_TYPES: Final = ((bool, "BOOLEAN"), (int, "INT"), (float, "DOUBLE"), (SecretStr, "PASSWORD"))
 _LIST_TYPES: Final = (list, tuple, set, frozenset)

@@ -37,8 +37,7 @@ from rest.models import (
     connector_location,
     string_config,
 )
-from worker.plugins.shown_configs import HiddenSecretError, kept_secrets, shown_config
-from worker.runtime.task_state import TaskState
+from rest.worker_seam import HiddenSecretError, TaskState, kept_secrets, shown_config
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (400, 404, 409, 500)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from rest.errors import error_response
 from rest.models import ErrorBody, LoggerName
-from worker.plugins.names import InvalidName, check_name
+from rest.worker_seam import InvalidName, check_name
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,14 @@ from prometheus_client.registry import Collector
 from herder.metrics import WorkerMetrics
 from protocol.messages import ConnectorTaskId
 from rest.herder_api import HerderDep
-from worker.driver_load import driver_load
-from worker.runtime.task_errors import BatchErrors
-from worker.runtime.task_progress import TaskProgress
-from worker.runtime.task_state import StartupCounts
-from worker.runtime.trigger_lag import TriggerLag, tasks_behind
+from rest.worker_seam import (
+    BatchErrors,
+    StartupCounts,
+    TaskProgress,
+    TriggerLag,
+    driver_load,
+    tasks_behind,
+)
 
 TASK_STATES = ("running", "paused", "failed", "unassigned", "destroyed")
 """The states Connect counts per connector (`connector-<state>-task-count`)."""

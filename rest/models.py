@@ -10,8 +10,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from typing_extensions import TypedDict
 
 from herder.views import WorkerState
-from worker.config.bounds import check_config_bounds
-from worker.plugins.names import check_name
+from rest.worker_seam import check_config_bounds, check_name
 
 ConfigValue = str | int | float | bool | None
 

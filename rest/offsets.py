@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from herder.errors import InvalidOffsets
 from rest.herder_api import AdminDep
 from rest.models import ConnectorName, ConnectorOffsetBody, ErrorBody
-from worker.runtime.task_offsets import OffsetsError, check_offset, task_partition
+from rest.worker_seam import OffsetsError, check_offset, task_partition
 
 ALTERED = "The offsets for this connector have been altered successfully"
 RESET = "The offsets for this connector have been reset successfully"

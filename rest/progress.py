@@ -25,8 +25,7 @@ from protocol.messages import ConnectorTaskId
 from rest.forwarding import FORWARDED_HEADER
 from rest.herder_api import HerderDep
 from rest.metrics import RuntimeMetrics
-from worker.runtime.task_errors import BatchErrors
-from worker.runtime.task_progress import TaskProgress
+from rest.worker_seam import BatchErrors, TaskProgress
 
 PEER_TIMEOUT: Final = httpx.Timeout(2.0)
 """Shorter than the page's refresh (2 s would be one lost refresh, not a hung page)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from rest.auth import Scheme
-from worker.config import WorkerConfig
+from rest.worker_seam import WorkerConfig
 
 CREDENTIALS: Final = "rest.auth.credentials"
 CREDENTIALS_FILE: Final = "rest.auth.credentials.file"

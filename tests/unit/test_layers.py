@@ -123,3 +123,27 @@ def test_the_bound_sees_a_long_module(tmp_path: Path) -> None:
     (tmp_path / "herder" / "short.py").write_text("x = 1\n" * MAX_MODULE_LINES)
 
     assert oversized_modules(tmp_path) == [f"herder/long.py has {MAX_MODULE_LINES + 1} lines"]
+
+
+REST_SEAM = "rest/worker_seam.py"
+"""The one module of rest/ that imports worker/: the REST layer's whole view of the worker."""
+
+
+def rest_reaches_into_worker(root: Path = ROOT) -> list[str]:
+    return [
+        f"{source.relative_to(root)} imports worker"
+        for source in sorted((root / "rest").rglob("*.py"))
+        if str(source.relative_to(root)) != REST_SEAM and "worker" in imported_packages(source)
+    ]
+
+
+def test_the_rest_layer_reaches_the_worker_through_its_seam_alone() -> None:
+    assert rest_reaches_into_worker() == []
+
+
+def test_the_rest_seam_rule_sees_a_route_reach_into_the_worker(tmp_path: Path) -> None:
+    (tmp_path / "rest").mkdir()
+    (tmp_path / "rest" / "worker_seam.py").write_text("from worker.config import WorkerConfig\n")
+    (tmp_path / "rest" / "route.py").write_text("import worker.runtime.task_state\n")
+    (tmp_path / "rest" / "fine.py").write_text("from rest.worker_seam import WorkerConfig\n")
+    assert rest_reaches_into_worker(tmp_path) == ["rest/route.py imports worker"]
