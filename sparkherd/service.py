@@ -41,14 +41,8 @@ from worker.connectors import default_registry
 from worker.driver_load import driver_load
 from worker.plugins.connector_configs import RegistryPlugins
 from worker.plugins.stored_config_vet import StoredConfigVet
-from worker.runtime.spark_packages import (
-    DELTA,
-    ICEBERG,
-    POSTGRESQL_DRIVER,
-    SPARK_AVRO,
-    SPARK_KAFKA,
-    spark_package_jars,
-)
+from worker.runtime.jvm_packages import wanted_packages
+from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.spark_task_runtime import SparkTaskRuntime
 
@@ -102,17 +96,7 @@ def source_commit() -> str:
 
 def _spark_packages(config: WorkerConfig) -> Callable[[], list[Path]] | None:
     """Spark's packages the worker fetches from Maven Central when Spark starts."""
-    packages = [
-        package
-        for package, wanted in (
-            (SPARK_KAFKA, config.kafka_jvm_connector),
-            (SPARK_AVRO, config.avro_jvm_connector),
-            (DELTA, config.delta_jvm_connector),
-            (ICEBERG, config.iceberg_jvm_connector),
-            (POSTGRESQL_DRIVER, config.postgresql_jvm_driver),
-        )
-        if wanted == "maven"
-    ]
+    packages = wanted_packages(config.jvm_packages)
     return (lambda: spark_package_jars(packages, os.environ)) if packages else None
 
 

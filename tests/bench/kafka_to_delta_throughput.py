@@ -46,7 +46,8 @@ from worker.connectors.kafka_sink import ASSIGN_KEY
 from worker.kafka.source import format_assignment
 from worker.plugins.api import TaskContext
 from worker.runtime.checkpoint_layout import checkpoint_dir_for
-from worker.runtime.spark_packages import DELTA, SPARK_KAFKA, spark_package_jars
+from worker.runtime.jvm_packages import DELTA, SPARK_KAFKA
+from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 
 PARTITIONS = 4

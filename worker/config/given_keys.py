@@ -1,7 +1,8 @@
 """The keys a worker is given, sorted before the model sees them.
 
 Only the model's own keys are fields; `spark.*`, config providers, Kafka client security
-and converters are open-ended families kept as maps, Kafka Connect keys sparkherd has no
+and converters are open-ended families kept as maps, the JVM packages' keys one map read
+from their table, Kafka Connect keys sparkherd has no
 use for are dropped, and anything else is refused here, with the closest known key.
 """
 
@@ -17,6 +18,7 @@ from worker.config.values import JAVA_INT_MAX
 from worker.kafka.security import is_security_key
 from worker.records.converters.spec import is_converter_key
 from worker.records.sql_plan import DEFAULT_MAX_GENERATED, MAX_GENERATED_KEY
+from worker.runtime.jvm_packages import JVM_CHOICES, JVM_PACKAGE_KEYS, JvmChoice, default_choices
 
 CONNECT_COMPAT_IGNORED_KEYS = frozenset(
     {
@@ -51,10 +53,13 @@ def sorted_input(data: Mapping[str, object], fields: Collection[str]) -> dict[st
     provider_settings: dict[str, str] = {}
     security: dict[str, str] = {}
     converters: dict[str, str] = {}
+    jvm_packages = default_choices()
     for key, raw in data.items():
         value = raw.strip() if isinstance(raw, str) else raw
         if key in fields:
             values[key] = value
+        elif key in JVM_PACKAGE_KEYS:
+            jvm_packages[key] = _jvm_choice(key, value)
         elif (
             (key.startswith(SPARK_PREFIX) and len(key) > len(SPARK_PREFIX))
             or is_provider_key(key)
@@ -90,9 +95,18 @@ def sorted_input(data: Mapping[str, object], fields: Collection[str]) -> dict[st
         "config_provider_settings": provider_settings,
         "kafka_security_settings": security,
         "converter_settings": converters,
+        "jvm_packages": jvm_packages,
     }
 
 
+def _jvm_choice(key: str, value: object) -> JvmChoice:
+    for choice in JVM_CHOICES:
+        if value == choice:
+            return choice
+    accepted = JVM_PACKAGE_KEYS[key].accepted
+    raise invalid(f"'{key}' must be {accepted} (got {value!r})", key)
+
+
 def _did_you_mean(key: str, fields: Collection[str]) -> list[str]:
-    known = [*fields, "spark.master"]
+    known = [*fields, *JVM_PACKAGE_KEYS, "spark.master"]
     return [f"did you mean '{match}'?" for match in difflib.get_close_matches(key, known, n=1)]

@@ -57,6 +57,7 @@ from worker.kafka.security import (
 )
 from worker.plugins.auto_restart_settings import MIN_BACKOFF_MS
 from worker.records.converters.spec import worker_converter_problems
+from worker.runtime.jvm_packages import JvmChoice, default_choices
 from worker.runtime.start_deadline import START_TIMEOUT_KEY, START_TIMEOUT_MS_DEFAULT
 
 
@@ -181,31 +182,9 @@ class WorkerConfig(BaseModel):
         alias="topic.creation.enable",
         description="'true' or 'false'",
     )
-    kafka_jvm_connector: Literal["maven", "none"] = Field(
-        "maven",
-        alias="kafka.jvm.connector",
-        description="'maven' (Spark's Kafka connector from Maven Central) or 'none'",
-    )
-    avro_jvm_connector: Literal["maven", "none"] = Field(
-        "maven",
-        alias="avro.jvm.connector",
-        description="'maven' (Spark's Avro support from Maven Central) or 'none'",
-    )
-    delta_jvm_connector: Literal["maven", "none"] = Field(
-        "maven",
-        alias="delta.jvm.connector",
-        description="'maven' (Delta Lake's jars from Maven Central) or 'none'",
-    )
-    iceberg_jvm_connector: Literal["maven", "none"] = Field(
-        "maven",
-        alias="iceberg.jvm.connector",
-        description="'maven' (Apache Iceberg's Spark runtime from Maven Central) or 'none'",
-    )
-    postgresql_jvm_driver: Literal["maven", "none"] = Field(
-        "maven",
-        alias="postgresql.jvm.driver",
-        description="'maven' (PostgreSQL's JDBC driver from Maven Central) or 'none'",
-    )
+    jvm_packages: dict[str, JvmChoice] = Field(default_factory=default_choices)
+    """Each key of `JVM_PACKAGES` (`kafka.jvm.connector`, `delta.jvm.connector`, ...),
+    'maven' unless given: the table, not a field per package, says which keys there are."""
     spark_conf: dict[str, str] = Field(
         default_factory=lambda: {"spark.master": DEFAULT_SPARK_MASTER}
     )

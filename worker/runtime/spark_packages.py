@@ -9,7 +9,8 @@ package of its Spark version once, caches it, and adds the jars Spark does not a
 ship to `spark.jars` before its session starts. Each package is resolved on its own: a
 machine without Maven or Maven Central still works, its tasks then read Kafka through
 the Python source (`kafka.client=auto`) and refuse the avro converter with a message
-naming the package.
+naming the package. Which packages there are, and the key that turns each off, is
+`jvm_packages`' one list.
 
 One of Spark's packages is looked for at the exact Spark version first, then at the
 first release of the same minor line (`4.0.1` -> `4.0.0`): the API is stable within a
@@ -22,13 +23,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
-from typing import Final
 
 import pyspark
 
+from worker.runtime.jvm_packages import SparkPackage
 from worker.runtime.maven_jars import (
     JarBundle,
     JarResolutionError,
@@ -42,35 +41,6 @@ log = logging.getLogger(__name__)
 _JAR_NAME = re.compile(r"(?P<artifact>.+?)-\d+(?:\.\d+)+(?:[-.]\w+)*\.jar")
 """`<artifact>-<version>.jar`; the artifact may hold `-<digits>` (`kafka-0-10_2.13`),
 a version has a dot and may have a qualifier (`1.5.6-10`)."""
-
-
-@dataclass(frozen=True)
-class SparkPackage:
-    """A Maven artifact for Spark's classpath; `name` (with the version) names its cache.
-    Without `versions` it is one of Spark's own, at the installed Spark's version."""
-
-    name: str
-    artifact: str
-    group: str = "org.apache.spark"
-    versions: tuple[str, ...] = ()
-
-
-def _delta_versions() -> tuple[str, ...]:
-    try:
-        return (metadata.version("delta-spark"),)
-    except metadata.PackageNotFoundError:
-        return ()
-
-
-SPARK_KAFKA: Final = SparkPackage("spark-sql-kafka", "spark-sql-kafka-0-10_2.13")
-SPARK_AVRO: Final = SparkPackage("spark-avro", "spark-avro_2.13")
-DELTA: Final = SparkPackage("delta-spark", "delta-spark_2.13", "io.delta", _delta_versions())
-ICEBERG: Final = SparkPackage(
-    "iceberg-spark-runtime", "iceberg-spark-runtime-4.0_2.13", "org.apache.iceberg", ("1.10.1",)
-)
-POSTGRESQL_DRIVER: Final = SparkPackage(
-    "postgresql-jdbc", "postgresql", "org.postgresql", ("42.7.14",)
-)
 
 
 def package_bundles(package: SparkPackage, spark_version: str) -> list[JarBundle]:
