@@ -10,11 +10,15 @@
    cooperative (KIP-415) vs cooperative identity-aware: task stops, rebalance rounds and
    item downtime (virtual seconds items are configured but not doing work).
 3. The KIP-415 scenario traces under each protocol: items stopped.
+
+Exit status 1, naming each case, when a round's median passes `ROUND_LIMIT_S`: `make
+test` runs `--quick` as the check that the assignor stays fast at fleet scale.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable, Mapping
 from statistics import median
@@ -37,6 +41,12 @@ REPEATS = 3
 """A virtual machine here can run a whole round at half speed now and then; the median of
 three is what a round costs, not what the neighbour did."""
 ROLLING_DELAY_MS = 300_000
+ROUND_LIMIT_S = 1.0
+"""What one leader round may take: the group waits on it in every rebalance, and the docs
+(benchmarks.md, Assignor) say every shape up to 1000 workers x 100k tasks stays under it.
+--quick's shapes took 0.03 s at most on the 2-core machine, so the limit holds under any
+load the suite sees, and an assignor gone quadratic passes it."""
+COLUMNS = ("eager", "cooperative first round", "cooperative round after one more worker")
 
 
 def subscription(member: str, allocation: Allocation = EMPTY_ALLOCATION) -> Subscription:
@@ -66,7 +76,19 @@ def assignor_times(workers: int, tasks: int) -> tuple[float, float, float]:
     return eager, first, join
 
 
-def print_assignor_times(quick: bool) -> None:
+def over_limit(workers: int, tasks: int, medians: tuple[float, ...], limit_s: float) -> list[str]:
+    """One line per round of this shape whose median passed `limit_s`."""
+    return [
+        f"{name} of {workers} workers x {tasks} tasks: {seconds:.3f} s, over the "
+        f"{limit_s:g} s limit (median of {REPEATS} runs)"
+        for name, seconds in zip(COLUMNS, medians, strict=True)
+        if seconds > limit_s
+    ]
+
+
+def print_assignor_times(quick: bool, limit_s: float) -> list[str]:
+    """Prints the table; returns what passed `limit_s`."""
+    over: list[str] = []
     print(f"1. assignment round time (seconds, median of {REPEATS} runs)")
     print(f"{'workers':>8} {'tasks':>7} {'eager':>8} {'coop first':>11} {'coop +1 worker':>15}")
     for tasks in (1_000, 10_000, 100_000):
@@ -76,6 +98,8 @@ def print_assignor_times(quick: bool) -> None:
             runs = [assignor_times(workers, tasks) for _ in range(REPEATS)]
             eager, first, join = (median(run[column] for run in runs) for column in range(3))
             print(f"{workers:>8} {tasks:>7} {eager:>8.3f} {first:>11.3f} {join:>15.3f}")
+            over += over_limit(workers, tasks, (eager, first, join), limit_s)
+    return over
 
 
 def rolling_bounce(rebalancing: Rebalancing) -> Costs:
@@ -125,14 +149,17 @@ def print_traces() -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="skip the 100k-task cases")
+    parser.add_argument(
+        "--limit-s", type=float, default=ROUND_LIMIT_S, help="what one round may take"
+    )
     args = parser.parse_args(argv)
-    sections: list[Callable[[], None]] = [
-        lambda: print_assignor_times(args.quick),
-        print_rolling_bounce,
-        print_traces,
-    ]
+    over = print_assignor_times(args.quick, args.limit_s)
+    sections: list[Callable[[], None]] = [print_rolling_bounce, print_traces]
     for section in sections:
         section()
+    if over:
+        print("\nassignor_bench: too slow:\n  " + "\n  ".join(over), file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
