@@ -64,12 +64,21 @@ typecheck: setup
 
 # The docs first (seconds), then two pytest runs: the modules marked `parallel` (and every
 # unit and simulation test) two at a time, then the rest one at a time, as their timing and
-# short sessions need the machine.
+# short sessions need the machine. Both runs write JUnit XML to $(REPORTS), both run even
+# when the first fails, and the 25 slowest tests of the two are printed either way; the
+# target fails if either run did.
+REPORTS := .test-reports
 test: docs lint typecheck chromium jvm-tools postgresql
 	$(BIN)/python -m tests.bench.protocol_sizes
 	$(BIN)/python -m tests.bench.assignor_bench --quick
-	$(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile -m 'parallel or not integration'
-	$(BIN)/python -m pytest -q --durations=25 -m 'integration and not parallel'
+	rm -rf $(REPORTS) && mkdir -p $(REPORTS)
+	status=0; \
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'parallel or not integration' \
+		--junitxml=$(REPORTS)/parallel.xml || status=1; \
+	$(BIN)/python -m pytest -q -m 'integration and not parallel' \
+		--junitxml=$(REPORTS)/serial.xml || status=1; \
+	$(BIN)/python -m tests.support.slowest 25 $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
+	exit $$status
 
 unit: setup
 	$(BIN)/python -m pytest -q tests/unit
@@ -83,4 +92,4 @@ bench: setup jvm-tools postgresql
 	for script in tests/bench/*.py; do $(BIN)/python -m tests.bench.$$(basename $$script .py) || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(DATA_DIR) site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DATA_DIR) site .pytest_cache .mypy_cache .ruff_cache $(REPORTS)
