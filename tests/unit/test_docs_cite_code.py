@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ("docs/architecture.md",)
+PAGES = ("docs/architecture.md", "docs/getting-started.md")
 PACKAGES = ("protocol", "worker", "herder", "rest", "sparkherd", "tests")
 TOP_DIRS = (*PACKAGES, "deploy", "docs", ".ci")
 
