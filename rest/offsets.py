@@ -1,8 +1,10 @@
 """`/connectors/{c}/offsets` (KIP-875): show, alter and reset a connector's progress.
 
-For a Spark task the progress is its checkpoint: one partition per task and source,
-`{"task": n, "source": i}`, whose offset is the source's own JSON (for the generator
-`{"offset": rows, "timestamp": ms}`, for a Kafka source `{topic: {partition: offset}}`).
+For a Spark task the progress is its checkpoint. A source's offsets are one partition
+per task and source, `{"task": n, "source": i}`, whose offset is the source's own JSON
+(for the generator `{"offset": rows, "timestamp": ms}`); a sink's are Connect's, one
+partition per Kafka topic partition, `{"kafka_topic", "kafka_partition"}` with
+`{"kafka_offset"}`, whichever task's checkpoint holds it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ from pydantic import BaseModel
 from herder.errors import InvalidOffsets
 from rest.herder_api import AdminDep
 from rest.models import ConnectorName, ConnectorOffsetBody, ErrorBody
-from rest.worker_seam import OffsetsError, check_offset, task_partition
+from rest.worker_seam import (
+    OffsetsError,
+    check_offset,
+    sink_alterations,
+    sink_entries,
+    task_partition,
+)
 
 ALTERED = "The offsets for this connector have been altered successfully"
 RESET = "The offsets for this connector have been reset successfully"
@@ -43,10 +51,18 @@ def offsets_router() -> APIRouter:
         responses={404: {"model": ErrorBody}},
     )
     async def get_offsets(admin: AdminDep, name: ConnectorName) -> ConnectorOffsetsBody:
+        committed = await admin.connector_offsets(name)
+        if admin.connector(name).type == "sink":
+            return ConnectorOffsetsBody(
+                offsets=[
+                    ConnectorOffsetBody(partition=partition, offset=offset)
+                    for partition, offset in sink_entries(committed)
+                ]
+            )
         return ConnectorOffsetsBody(
             offsets=[
                 ConnectorOffsetBody(partition={"task": o.task, "source": o.source}, offset=o.offset)
-                for o in await admin.connector_offsets(name)
+                for o in committed
             ]
         )
 
@@ -55,7 +71,18 @@ def offsets_router() -> APIRouter:
         admin: AdminDep, name: ConnectorName, body: ConnectorOffsetsBody
     ) -> MessageBody:
         """Only while the connector is STOPPED; the tasks resume after these offsets."""
-        await admin.alter_connector_offsets(name, _by_task(body))
+        if not body.offsets:
+            raise InvalidOffsets("Partitions to modify cannot be empty")
+        if admin.connector(name).type == "sink":
+            entries = [(entry.partition, entry.offset) for entry in body.offsets]
+            committed = await admin.connector_offsets(name)
+            try:
+                by_task = sink_alterations(entries, committed)
+            except OffsetsError as exc:
+                raise InvalidOffsets(str(exc)) from exc
+        else:
+            by_task = _by_task(body)
+        await admin.alter_connector_offsets(name, by_task)
         return MessageBody(message=ALTERED)
 
     @router.delete("/{name}/offsets", response_model=MessageBody, responses=refusals)
@@ -69,8 +96,6 @@ def offsets_router() -> APIRouter:
 
 
 def _by_task(body: ConnectorOffsetsBody) -> dict[int, dict[int, Any]]:
-    if not body.offsets:
-        raise InvalidOffsets("Partitions to modify cannot be empty")
     by_task: dict[int, dict[int, Any]] = {}
     for index, entry in enumerate(body.offsets):
         try:

@@ -28,7 +28,13 @@ from worker.plugins.versions import LATEST, version_problem
 from worker.records.nesting import json_nesting_problem
 from worker.records.transforms.catalog import Setting, chain_definitions
 from worker.runtime.task_errors import BatchErrors
-from worker.runtime.task_offsets import OffsetsError, check_offset, task_partition
+from worker.runtime.task_offsets import (
+    OffsetsError,
+    check_offset,
+    sink_alterations,
+    sink_entries,
+    task_partition,
+)
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.task_state import StartupCounts, TaskState
 from worker.runtime.trigger_lag import TriggerLag, overload_line, tasks_behind
@@ -67,6 +73,8 @@ __all__ = [
     "qualified_name",
     "record_plugins",
     "shown_config",
+    "sink_alterations",
+    "sink_entries",
     "task_partition",
     "tasks_behind",
     "version_problem",

@@ -221,3 +221,77 @@ def _source_marks(entries: Sequence[OffsetEntry], config: Mapping[str, str]) -> 
             check_offset(offset, f"{where}.offset")
             marks[task] = offset
     return marks
+
+
+SinkEntry = tuple[dict[str, object], dict[str, int]]
+"""One partition of a Kafka sink's offsets as Connect shows it: `{"kafka_topic",
+"kafka_partition"}` and `{"kafka_offset"}`."""
+
+
+def sink_entries(offsets: Sequence[SourceOffset]) -> list[SinkEntry]:
+    """A Kafka sink's committed offsets in Connect's shape (KIP-875), by topic partition
+    and not by task: a caller of Connect's API knows partitions, and which task reads one
+    changes with `tasks.max`. Each task's checkpoint holds the Kafka source's own JSON,
+    `{topic: {partition: next offset}}`; the hand-over between tasks retires an old
+    checkpoint as it gives its partitions on, so no partition is in two."""
+    return [
+        ({KAFKA_TOPIC: topic, KAFKA_PARTITION: partition}, {KAFKA_OFFSET: position})
+        for (topic, partition), (_, position) in sorted(_sink_holders(offsets).items())
+    ]
+
+
+def sink_alterations(
+    entries: Sequence[OffsetEntry], committed: Sequence[SourceOffset]
+) -> dict[int, dict[int, Any]]:
+    """Connect-shaped `PATCH` entries of a Kafka sink as the new end offset of each task
+    checkpoint that holds one of the partitions (`offsets[task][source]`), the others of
+    its partitions kept; raises `OffsetsError` naming the first entry that is wrong.
+
+    A partition no checkpoint holds is refused rather than guessed at: its task takes it
+    from `starting.offsets` or the hand-over file at its first batch. A null offset is
+    refused too: a Spark checkpoint cannot forget one partition (`DELETE .../offsets`
+    resets them all)."""
+    holders = _sink_holders(committed)
+    altered: dict[int, dict[int, Any]] = {}
+    seen: set[tuple[str, int]] = set()
+    for index, (partition, offset) in enumerate(entries):
+        where = f"offsets[{index}]"
+        topic, number = _kafka_partition(partition, f"{where}.partition")
+        if (topic, number) in seen:
+            raise OffsetsError(f"{where}.partition: {topic}:{number} is given twice")
+        seen.add((topic, number))
+        if offset is None:
+            raise OffsetsError(
+                f"{where}.offset: a sink's partition cannot be reset alone here (a task's "
+                "checkpoint keeps all its partitions); give an offset, or DELETE the "
+                "connector's offsets to reset them all"
+            )
+        position = _kafka_offset(offset, f"{where}.offset")
+        held = holders.get((topic, number))
+        if held is None:
+            raise OffsetsError(
+                f"{where}.partition: no task of the connector has committed {topic}:{number} "
+                "yet; its task starts it from starting.offsets (or the connector's initial "
+                "offsets) at its first batch"
+            )
+        holder, _ = held
+        by_source = altered.setdefault(holder.task, {})
+        shaped = by_source.setdefault(holder.source, json.loads(json.dumps(holder.offset)))
+        shaped[topic][str(number)] = position
+    return altered
+
+
+def _sink_holders(
+    offsets: Sequence[SourceOffset],
+) -> dict[tuple[str, int], tuple[SourceOffset, int]]:
+    """Each topic partition of the Kafka sources' offsets, with the task's offset that
+    holds it and its position."""
+    holders: dict[tuple[str, int], tuple[SourceOffset, int]] = {}
+    for held in offsets:
+        if not isinstance(held.offset, dict):
+            continue
+        for topic, partitions in held.offset.items():
+            if isinstance(partitions, dict):
+                for partition, position in partitions.items():
+                    holders[(topic, int(partition))] = (held, position)
+    return holders
