@@ -12,11 +12,13 @@ bytes of entropy each, which nothing can compress) all gate. The v3 rows show wh
 that name every connector in full send (a group still upgrading) in the gating round only;
 they do not gate.
 
-Run: .venv/bin/python -m tests.bench.protocol_sizes   (exit status 1 when over the limit)
+Run: .venv/bin/python -m tests.bench.protocol_sizes   (exit status 1 when over the limit;
+`--json PATH` also writes the sizes as a result file, see result_file.py)
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import string
 import sys
@@ -35,6 +37,7 @@ from protocol.messages import (
     Subscription,
 )
 from protocol.versions import CURRENT_VERSION
+from tests.bench.result_file import ResultFile, add_json_option
 
 WORKERS = 100
 CONNECTORS = 1_000
@@ -206,7 +209,11 @@ def measure(
     return subscriptions, assignments
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    add_json_option(parser)
+    result = ResultFile(__file__, parser.parse_args(argv), argv)
+    rows: list[dict[str, object]] = []
     print(
         f"{WORKERS} workers, {CONNECTORS} connectors x {TASKS_PER_CONNECTOR} tasks, "
         f"newest protocol v{CURRENT_VERSION}; limit {LIMIT_BYTES:,} bytes"
@@ -231,8 +238,29 @@ def main() -> int:
             )
             if gating:
                 worst_gating = max(worst_gating, total)
+            rows.append(
+                {
+                    "names": naming.label,
+                    "version": encoding.label,
+                    "round": round_.label,
+                    "subscriptions": subscriptions,
+                    "assignments": assignments,
+                    "sum": total,
+                    "gating": gating,
+                }
+            )
     fits = worst_gating < LIMIT_BYTES
     print(f"largest gating sum: {worst_gating:,} bytes: {'fits' if fits else 'DOES NOT FIT'}")
+    result.write(
+        {"rows": rows, "largest_gating_sum": worst_gating, "fits": fits},
+        {
+            "workers": WORKERS,
+            "connectors": CONNECTORS,
+            "tasks_per_connector": TASKS_PER_CONNECTOR,
+            "limit_bytes": LIMIT_BYTES,
+            "protocol_version": CURRENT_VERSION,
+        },
+    )
     return 0 if fits else 1
 
 
