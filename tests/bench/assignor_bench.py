@@ -1,6 +1,6 @@
 """Assignor benchmark: computation time at scale, and what rebalancing costs a running group.
 
-    .venv/bin/python -m tests.bench.assignor_bench [--quick]
+    .venv/bin/python -m tests.bench.assignor_bench [--quick] [--json [PATH]]
 
 1. Time of one assignment round for 10/100/1000 workers x 1k/10k/100k tasks (10 tasks per
    connector): the first round (everything new), and the round after one more worker
@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from statistics import median
+from typing import Any
 
 from herder.assignor import (
     Assignor,
@@ -31,6 +32,7 @@ from herder.assignor import (
     IncrementalCooperativeAssignor,
 )
 from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment, Subscription
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.simulation.cluster import Costs, SimCluster
 from tests.simulation.kip415 import TRACES
 from tests.simulation.script import run_script
@@ -86,8 +88,8 @@ def over_limit(workers: int, tasks: int, medians: tuple[float, ...], limit_s: fl
     ]
 
 
-def print_assignor_times(quick: bool, limit_s: float) -> list[str]:
-    """Prints the table; returns what passed `limit_s`."""
+def print_assignor_times(quick: bool, limit_s: float, figures: list[dict[str, Any]]) -> list[str]:
+    """Prints the table and adds its rows to `figures`; returns what passed `limit_s`."""
     over: list[str] = []
     print(f"1. assignment round time (seconds, median of {REPEATS} runs)")
     print(f"{'workers':>8} {'tasks':>7} {'eager':>8} {'coop first':>11} {'coop +1 worker':>15}")
@@ -98,6 +100,13 @@ def print_assignor_times(quick: bool, limit_s: float) -> list[str]:
             runs = [assignor_times(workers, tasks) for _ in range(REPEATS)]
             eager, first, join = (median(run[column] for run in runs) for column in range(3))
             print(f"{workers:>8} {tasks:>7} {eager:>8.3f} {first:>11.3f} {join:>15.3f}")
+            figures.append(
+                {
+                    "workers": workers,
+                    "tasks": tasks,
+                    **dict(zip(COLUMNS, (eager, first, join), strict=True)),
+                }
+            )
             over += over_limit(workers, tasks, (eager, first, join), limit_s)
     return over
 
@@ -121,7 +130,7 @@ def rolling_bounce(rebalancing: Rebalancing) -> Costs:
     )
 
 
-def print_rolling_bounce() -> None:
+def print_rolling_bounce(figures: list[dict[str, Any]]) -> None:
     print("\n2. rolling bounce, 10 workers x 500 tasks, 20 s down, 60 s apart,")
     print(f"   scheduled.rebalance.max.delay.ms={ROLLING_DELAY_MS}")
     print("   (task stops: all / caused by rebalancing, i.e. not the bounced worker's own)")
@@ -131,9 +140,18 @@ def print_rolling_bounce() -> None:
         stops = f"{costs.task_stops}/{costs.rebalance_task_stops}"
         row = f"{stops:>13} {costs.rounds:>7} {costs.downtime_s:>18.1f}"
         print(f"{mode.value:>28} {row}")
+        figures.append(
+            {
+                "protocol": mode.value,
+                "task_stops": costs.task_stops,
+                "rebalance_task_stops": costs.rebalance_task_stops,
+                "rounds": costs.rounds,
+                "downtime_item_s": costs.downtime_s,
+            }
+        )
 
 
-def print_traces() -> None:
+def print_traces(figures: list[dict[str, Any]]) -> None:
     print("\n3. KIP-415 traces: items stopped (restarts) per protocol")
     modes = list(Rebalancing)
     print(f"{'trace':>24} " + " ".join(f"{m.value:>28}" for m in modes))
@@ -144,6 +162,7 @@ def print_traces() -> None:
             run_script(cluster, script)
             stops.append(cluster.costs().stops)
         print(f"{name:>24} " + " ".join(f"{s:>28}" for s in stops))
+        figures.append({"trace": name, **{m.value: s for m, s in zip(modes, stops, strict=True)}})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -152,11 +171,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--limit-s", type=float, default=ROUND_LIMIT_S, help="what one round may take"
     )
+    add_json_option(parser)
     args = parser.parse_args(argv)
-    over = print_assignor_times(args.quick, args.limit_s)
-    sections: list[Callable[[], None]] = [print_rolling_bounce, print_traces]
-    for section in sections:
-        section()
+    result = ResultFile(__file__, args, argv)
+    figures: dict[str, list[dict[str, Any]]] = {
+        "round_s_median": [],
+        "rolling_bounce": [],
+        "kip415_trace_stops": [],
+    }
+    over = print_assignor_times(args.quick, args.limit_s, figures["round_s_median"])
+    print_rolling_bounce(figures["rolling_bounce"])
+    print_traces(figures["kip415_trace_stops"])
+    result.write({**figures, "over_limit": over}, {"repeats": REPEATS})
     if over:
         print("\nassignor_bench: too slow:\n  " + "\n  ".join(over), file=sys.stderr)
         sys.exit(1)
