@@ -45,9 +45,9 @@ three is what a round costs, not what the neighbour did."""
 ROLLING_DELAY_MS = 300_000
 ROUND_LIMIT_S = 1.0
 """What one leader round may take: the group waits on it in every rebalance, and the docs
-(benchmarks.md, Assignor) say every shape up to 1000 workers x 100k tasks stays under it.
---quick's shapes took 0.03 s at most on the 2-core machine, so the limit holds under any
-load the suite sees, and an assignor gone quadratic passes it."""
+(docs/benchmarks/assignor-and-protocol.md, Assignor) say every shape up to 1000 workers x
+100k tasks stays under it. --quick's shapes took 0.03 s at most on the 2-core machine, so
+the limit holds under any load the suite sees, and an assignor gone quadratic passes it."""
 COLUMNS = ("eager", "cooperative first round", "cooperative round after one more worker")
 
 
