@@ -167,6 +167,7 @@ def _run_up(args: argparse.Namespace) -> int:
         f"bootstrap.servers=127.0.0.1:{args.broker_port}",
         f"rest.port={args.rest_port}",
         f"checkpoint.root={data_dir / 'checkpoints'}",
+        f"data.dir={data_dir}",
     ]
     if args.broker == "tansu":
         # Tansu answers ListOffsets(latest) short of the end of a multi-record batch,

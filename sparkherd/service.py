@@ -45,6 +45,7 @@ from worker.runtime.jvm_packages import wanted_packages
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.spark_task_runtime import SparkTaskRuntime
+from worker.runtime.temp_space import remove_stale_temp_spaces
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ class WorkerService:
             app_name=f"sparkherd-{config.worker_id}",
             log_format=config.log_format,
             extra_jars=_spark_packages(config),
+            data_dir=config.data_dir,
         )
         registry = default_registry()
         providers = ConfigProviders.from_worker_settings(
@@ -173,6 +175,8 @@ class WorkerService:
 
     async def run(self) -> None:
         sock = bind_rest_socket(self.config.rest_host_name, self.config.rest_port)
+        for stale in await asyncio.to_thread(remove_stale_temp_spaces, self.config.data_dir):
+            log.info("removed %s, the temp space of a worker that did not stop cleanly", stale)
         await self.herder.start()
         app = create_app(
             self.herder,

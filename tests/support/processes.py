@@ -24,6 +24,7 @@ import httpx
 from sparkherd.broker.embedded import BrokerEngine, EmbeddedBroker, TansuEngine
 from sparkherd.broker.kafka_kraft import KafkaKRaftEngine, ListenerSecurity
 from tests.support.polling import wait_until
+from worker.runtime.temp_space import TEMP_DIR, remove_stale_temp_spaces
 
 
 def free_port() -> int:
@@ -149,6 +150,12 @@ class WorkerProcess(ServiceProcess):
     process: subprocess.Popen[bytes] | None = None
 
     @property
+    def data_dir(self) -> Path:
+        """The worker's `data.dir`, one per worker name: a restarted worker finds its
+        killed predecessor's temp space there, as a restarted pod would."""
+        return self.log_dir / f"{self.name}-data"
+
+    @property
     def url(self) -> str:
         scheme = "http" if self.tls_ca is None else "https"
         return f"{scheme}://127.0.0.1:{self.rest_port}"
@@ -163,6 +170,7 @@ class WorkerProcess(ServiceProcess):
             "rest.host.name=127.0.0.1",
             f"rest.port={self.rest_port}",
             f"checkpoint.root={self.checkpoint_root}",
+            f"data.dir={self.data_dir}",
             "spark.driver.memory=1g",
             "spark.master=local[2]",
             "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
@@ -182,6 +190,22 @@ class WorkerProcess(ServiceProcess):
             env["PYTHONPATH"] = os.pathsep.join(r for r in roots if r)
         self._spawn(self.command(), env)
         return self
+
+    def kill(self) -> None:
+        """Kill the worker, then remove the temp space it leaves (Spark's local
+        directories, 64 MB and more) once its JVM, which holds it too, is gone. The
+        space is named for the worker's process id; another worker's is left alone."""
+        pid = None if self.process is None else self.process.pid
+        super().kill()
+        if pid is None:
+            return
+
+        def removed() -> bool:
+            remove_stale_temp_spaces(self.data_dir)
+            return not any((self.data_dir / TEMP_DIR).glob(f"{pid}-*"))
+
+        with contextlib.suppress(AssertionError):
+            wait_until(removed, 30, what=f"{self.name}'s temp space to go", interval_s=0.2)
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
         wait_until(

@@ -20,6 +20,7 @@ DEFAULT_REST_HOST: Final = "127.0.0.1"
 DEFAULT_REST_PORT: Final = 8083
 DEFAULT_SPARK_MASTER: Final = "local[*]"
 DEFAULT_CHECKPOINT_ROOT: Final = "./.sparkherd/checkpoints"
+DEFAULT_DATA_DIR: Final = "./.sparkherd"
 
 DERIVED_FROM: Final = {
     "config.storage.topic": "group.id",

@@ -26,6 +26,7 @@ from pydantic_core import ErrorDetails
 
 from worker.config.defaults import (
     DEFAULT_CHECKPOINT_ROOT,
+    DEFAULT_DATA_DIR,
     DEFAULT_GROUP_ID,
     DEFAULT_REST_HOST,
     DEFAULT_REST_PORT,
@@ -120,6 +121,14 @@ class WorkerConfig(BaseModel):
         validate_default=True,
         description="a local directory path, not a URI",
     )
+    data_dir: AbsoluteDirectory = Field(
+        Path(DEFAULT_DATA_DIR),
+        alias="data.dir",
+        validate_default=True,
+        description="a local directory path, not a URI",
+    )
+    """This worker's own directory on local disk (never the shared checkpoint root): its
+    Spark temp space lives under `tmp/` (`worker.runtime.temp_space`)."""
     task_shutdown_graceful_timeout_ms: JavaInt = int_field(
         5_000, "task.shutdown.graceful.timeout.ms", 0
     )

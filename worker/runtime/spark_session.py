@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +26,7 @@ from pyspark.sql import SparkSession
 
 from worker.runtime.log_setup import LogFormat
 from worker.runtime.maven_jars import JarResolutionError
+from worker.runtime.temp_space import TempSpace, claim_temp_space
 
 log = logging.getLogger(__name__)
 
@@ -91,17 +93,29 @@ def bound_to_loopback_when_local(conf: Mapping[str, str]) -> dict[str, str]:
     return {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK, **conf}
 
 
-def _start_jvm_apart(conf: Mapping[str, str]) -> SparkContext:
+def in_temp_space(conf: Mapping[str, str], space: Path) -> dict[str, str]:
+    """`conf`, with Spark's local directories (`blockmgr-*`, `spark-*`) and the JVM's
+    temp files in `space`: a `spark.local.dir` or `java.io.tmpdir` given wins."""
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    if "-Djava.io.tmpdir=" not in options:
+        options = f"{options} -Djava.io.tmpdir={space}".strip()
+    return {"spark.local.dir": str(space), **conf, "spark.driver.extraJavaOptions": options}
+
+
+def _start_jvm_apart(conf: Mapping[str, str], kept_fds: tuple[int, ...] = ()) -> SparkContext:
     """Start Spark's JVM in a session of its own, so a signal to the worker's process
     group (`kill -- -PGID`, systemd's `KillMode=control-group`) reaches only the worker.
 
     Otherwise the JVM's shutdown hook stops the SparkContext at once, and every task stop
     the worker then orchestrates fails ("Cannot call methods on a stopped SparkContext").
     The JVM still dies with the worker: it exits when its stdin, a pipe from this
-    process, closes.
+    process, closes. It inherits `kept_fds` (the temp space's lock, held until the JVM
+    too has exited).
     """
     spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
-    gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True})
+    gateway = launch_gateway(
+        spark_conf, popen_kwargs={"start_new_session": True, "pass_fds": kept_fds}
+    )
     return SparkContext(conf=spark_conf, gateway=gateway)
 
 
@@ -121,9 +135,12 @@ class SparkSessionProvider:
         app_name: str,
         extra_jars: Callable[[], list[Path]] | None = None,
         log_format: LogFormat = "text",
+        data_dir: Path | None = None,
     ) -> None:
         """`extra_jars` gives jars to add to `spark.jars` when the session starts (it may
-        download them); when it raises `JarResolutionError` the session starts without."""
+        download them); when it raises `JarResolutionError` the session starts without.
+        With `data_dir`, the JVM this provider starts keeps its temp space there
+        (`worker.runtime.temp_space`), removed when the session stops."""
         self._conf: Mapping[str, str] = MappingProxyType(
             with_quiet_spark_log(
                 bound_to_loopback_when_local({**DEFAULT_SPARK_CONF, **conf}), log_format
@@ -133,6 +150,8 @@ class SparkSessionProvider:
         self._app_name = app_name
         self._lock = threading.Lock()
         self._session: SparkSession | None = None
+        self._data_dir = data_dir
+        self._temp_space: TempSpace | None = None
 
     @property
     def conf(self) -> Mapping[str, str]:
@@ -155,12 +174,24 @@ class SparkSessionProvider:
                     os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
                 conf = {"spark.app.name": self._app_name, **self._with_extra_jars()}
                 if SparkContext._active_spark_context is None:
-                    _start_jvm_apart(conf)
+                    conf = self._in_temp_space(conf)
+                    kept = () if self._temp_space is None else (self._temp_space.lock_fd,)
+                    _start_jvm_apart(conf, kept)
                 builder = SparkSession.builder.appName(self._app_name)
                 for key, value in conf.items():
                     builder = builder.config(key, value)
                 self._session = builder.getOrCreate()
             return self._session
+
+    def _in_temp_space(self, conf: dict[str, str]) -> dict[str, str]:
+        """Claim the temp space and make it this process's temp directory too, which the
+        JVM and its Python workers inherit."""
+        if self._data_dir is None:
+            return conf
+        self._temp_space = claim_temp_space(self._data_dir)
+        os.environ["TMPDIR"] = str(self._temp_space.path)
+        tempfile.tempdir = str(self._temp_space.path)
+        return in_temp_space(conf, self._temp_space.path)
 
     def _with_extra_jars(self) -> dict[str, str]:
         conf = dict(self._conf)
@@ -180,9 +211,11 @@ class SparkSessionProvider:
         not an error at shutdown, since the checkpoints hold everything committed."""
         with self._lock:
             session, self._session = self._session, None
-            if session is None:
-                return
-            try:
-                session.stop()
-            except (Py4JError, ConnectionError) as exc:
-                log.warning("Spark JVM already gone at shutdown: %s", exc)
+            space, self._temp_space = self._temp_space, None
+            if session is not None:
+                try:
+                    session.stop()
+                except (Py4JError, ConnectionError) as exc:
+                    log.warning("Spark JVM already gone at shutdown: %s", exc)
+            if space is not None:
+                space.release()
