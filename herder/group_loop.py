@@ -19,6 +19,7 @@ from collections.abc import Callable
 from herder import lifecycle_messages as do
 from herder.cancellation import cancel_and_wait
 from herder.config_store import ConfigStore
+from herder.heartbeat_pace import heartbeat_pause_s
 from herder.joining import JoinCallbacks
 from herder.lifecycle import Lifecycle
 from herder.lifecycle_messages import (
@@ -31,16 +32,14 @@ from herder.lifecycle_messages import (
     HeartbeatAnswered,
     Joined,
     LeaveRequested,
-    LifecycleSettings,
-    MemberState,
     RequestsArrived,
     RequestsServed,
     RestartsDue,
-    Step,
     StepDone,
     StopRequested,
     Tick,
 )
+from herder.member_states import LifecycleSettings, first_report
 from herder.membership import (
     TROUBLED_AFTER_ROUNDS,
     CoordinatorUnavailable,
@@ -88,10 +87,13 @@ class GroupLoop:
         self._restarts = restarts
         self._clock = clock
         max_version = max_version_for(parse_connect_protocol(settings.connect_protocol))
-        self.lifecycle = lifecycle = Lifecycle(
-            LifecycleSettings(new_token(), max_version, member.is_static, settings.warm_up)
+        machine = LifecycleSettings(new_token(), max_version, member.is_static, settings.warm_up)
+        self._machine = Lifecycle(machine)
+        self._report = first_report(machine)
+        """The machine's last `Report`: all the loop knows of it."""
+        self._joining = JoinCallbacks(
+            settings, configs, work, task_configs, machine, lambda: self._report, clock, load
         )
-        self._joining = JoinCallbacks(settings, configs, work, task_configs, lifecycle, clock, load)
         self._start_up = StartUp(member, work, clock)
         self.rebalances = RebalanceStats()
         self.hand_offs = 0
@@ -100,10 +102,10 @@ class GroupLoop:
         self._step: asyncio.Task[None] | None = None
         self._lane: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
-        self._ticker: asyncio.Task[None] | None = None
+        self._wake_requests: asyncio.Queue[int | None] = asyncio.Queue()
+        self._wake_at_ms: int | None = None
+        """When the ticker posts its next `Tick` at the latest: the ticker's alone."""
         self._handed_off = asyncio.Event()
-        self._fence_posted = False
-        """A `FenceDue` waits in the queue: the watchdog posts no second one meanwhile."""
 
     @property
     def worker_id(self) -> str:
@@ -115,16 +117,16 @@ class GroupLoop:
 
     @property
     def generation(self) -> int:
-        joined = self.lifecycle.generation
+        joined = self._report.generation
         return joined.generation if joined else -1
 
     @property
     def is_leader(self) -> bool:
-        return self.lifecycle.is_leader
+        return self._report.is_leader
 
     @property
     def group_version(self) -> int:
-        return self.lifecycle.group_version
+        return self._report.group_version
 
     @property
     def leader_url(self) -> str | None:
@@ -137,18 +139,18 @@ class GroupLoop:
 
     @property
     def ready(self) -> bool:
-        return self.lifecycle.ready
+        return self._report.ready
 
     @property
     def unhealthy(self) -> str | None:
         """Why a worker that was ready is not any more (None while starting or ready)."""
-        return self.lifecycle.unhealthy
+        return self._report.unhealthy
 
     @property
     def state(self) -> WorkerState:
-        if self.lifecycle.state is MemberState.STARTING and self._settings.warm_up:
+        if self._report.starting and self._settings.warm_up:
             return WorkerState.WARMING
-        if self.lifecycle.leaving:
+        if self._report.leaving:
             return WorkerState.LEAVING
         if self.ready and self.round_trouble is None:
             return WorkerState.RUNNING
@@ -174,7 +176,7 @@ class GroupLoop:
 
     def scheduled_rebalance_s(self) -> float:
         """How long until the leader's scheduled rebalance (0: none pending)."""
-        at_ms = self.lifecycle.rejoin_at_ms
+        at_ms = self._wake_at_ms
         return 0.0 if at_ms is None else max(0.0, at_ms / 1000 - self._clock())
 
     # -- what others post ------------------------------------------------------------------
@@ -191,9 +193,6 @@ class GroupLoop:
         the next round, so it moves without waiting for `scheduled.rebalance.max.delay.ms`.
         The worker stays a member, running nothing, until it is stopped.
         """
-        if not self.lifecycle.leaving:
-            self.hand_offs += 1
-        self._handed_off.clear()
         self._events.put_nowait(LeaveRequested())
         try:
             async with asyncio.timeout(timeout_s):
@@ -205,14 +204,16 @@ class GroupLoop:
     async def fence_when_out_of_touch(self) -> None:
         """The watchdog: a worker that cannot reach the coordinator (or whose rejoin
         outlasts the rebalance time-out) is no longer a member as far as the group knows,
-        and its tasks may already be assigned elsewhere (Kafka's KAFKA-9184)."""
+        and its tasks may already be assigned elsewhere (Kafka's KAFKA-9184). One
+        `FenceDue` per time out of touch: the member cannot win work back before it is in
+        touch again (that takes a join's answer), and what it owns is stopped by the first."""
         margin_s = self._settings.heartbeat_interval_ms / 1000
+        out_of_touch = False
         while True:
             await asyncio.sleep(FENCE_CHECK_INTERVAL_S)
-            if self._fence_posted or not self._member.must_fence(margin_s):
-                continue
-            self._fence_posted = True
-            self._events.put_nowait(FenceDue(owns_work=not self.owned.is_empty()))
+            was, out_of_touch = out_of_touch, self._member.must_fence(margin_s)
+            if out_of_touch and not was:
+                self._events.put_nowait(FenceDue(owns_work=not self.owned.is_empty()))
 
     async def _heartbeat(self) -> None:
         joined_at = self._clock()
@@ -227,13 +228,22 @@ class GroupLoop:
                 return
 
     async def _tick(self) -> None:
-        """Every `heartbeat.interval.ms`, and when the scheduled rebalance is due."""
+        """Every `heartbeat.interval.ms`, and when the scheduled rebalance is due (`WakeAt`
+        asks through `_wake_requests`; a due time is forgotten once its tick is posted)."""
         while True:
             pause_s = self._settings.heartbeat_interval_ms / 1000
-            if (at_ms := self.lifecycle.rejoin_at_ms) is not None:
+            if (at_ms := self._wake_at_ms) is not None:
                 pause_s = min(pause_s, max(0.0, at_ms / 1000 - self._clock()) + 0.001)
-            await asyncio.sleep(pause_s)
-            self._events.put_nowait(Tick(self._now_ms()))
+            try:
+                async with asyncio.timeout(pause_s):
+                    self._wake_at_ms = await self._wake_requests.get()
+                continue
+            except TimeoutError:
+                pass
+            now_ms = self._now_ms()
+            if at_ms is not None and now_ms >= at_ms:
+                self._wake_at_ms = None
+            self._events.put_nowait(Tick(now_ms))
 
     async def _relay(self, flag: asyncio.Event, event: Event) -> None:
         while True:
@@ -252,20 +262,18 @@ class GroupLoop:
         ]
         self._ticker = asyncio.create_task(self._tick(), name="ticker")
         try:
-            await self._decide(self.lifecycle.start())
+            await self._decide(self._machine.start())
             while True:
                 event = await self._events.get()
                 if isinstance(event, Exception):
                     raise event
-                await self._decide(self.lifecycle.handle(event))
-                if isinstance(event, FenceDue):
-                    self._fence_posted = False
+                await self._decide(self._machine.handle(event))
         finally:
             for task in (*helpers, self._ticker, self._step, self._lane, self._heartbeat_task):
                 await cancel_and_wait(task)
 
     async def stop(self) -> None:
-        await self._decide(self.lifecycle.handle(StopRequested()))
+        await self._decide(self._machine.handle(StopRequested()))
         await cancel_and_wait(self._heartbeat_task)
 
     async def _decide(self, decision: do.Decision) -> None:
@@ -284,8 +292,6 @@ class GroupLoop:
         except Exception as exc:  # the loop's end: `run` raises it
             self._events.put_nowait(exc)
             return
-        if outcome is None and self.lifecycle.step is Step.CARRY_OUT:
-            self.rebalances.end(self._clock())
         self._events.put_nowait(outcome or StepDone(self.owned, self._joining.work_changed()))
 
     async def _execute(self, command: do.Command) -> Event | None:
@@ -312,9 +318,8 @@ class GroupLoop:
                 await self._stop_all(why)
             case do.MarkUnplaced():
                 self._joining.mark_unplaced()
-            case do.WakeAt():
-                await cancel_and_wait(self._ticker)
-                self._ticker = asyncio.create_task(self._tick(), name="ticker")
+            case do.WakeAt(at_ms):
+                self._wake_requests.put_nowait(at_ms)
             case do.ReadConfigToEnd():
                 await self.configs.read_to_end()
             case do.FollowConfig():
@@ -342,6 +347,12 @@ class GroupLoop:
                 log.warning("no answer from the group coordinator in time: not ready any more")
             case do.HandOffDone():
                 self._handed_off.set()
+            case do.Departing():
+                self.hand_offs += 1
+            case do.AssignmentCarriedOut():
+                self.rebalances.end(self._clock())
+            case do.Report(report):
+                self._report = report
             case do.Note(level, text):
                 log.log(LOG_LEVELS[level], "%s", text)
         return None
@@ -379,22 +390,3 @@ class GroupLoop:
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
-
-
-FOLLOW_UP_WINDOW_S = 10.0
-FOLLOW_UP_HEARTBEAT_S = 0.2
-
-
-def heartbeat_pause_s(since_join_s: float, heartbeat_interval_ms: int) -> float:
-    """How long to wait before the next heartbeat, `since_join_s` after a rebalance.
-
-    A cooperative rebalance that moves work is two rounds: the owners stop what was
-    revoked and rejoin at once, and the others hear of the second round only from a
-    heartbeat. Work handed over is stopped until that round, so right after a rebalance
-    a member asks often (a few requests a second, for a few seconds); afterwards, every
-    `heartbeat.interval.ms`.
-    """
-    interval_s = heartbeat_interval_ms / 1000
-    if since_join_s < FOLLOW_UP_WINDOW_S:
-        return min(interval_s, FOLLOW_UP_HEARTBEAT_S)
-    return interval_s

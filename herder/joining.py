@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from herder.assignor import inherited_deadline
 from herder.config_store import ConfigStore
 from herder.leader import LeaderPlanner
-from herder.lifecycle import Lifecycle
+from herder.member_states import LifecycleSettings, MemberReport
 from herder.membership import Generation, JoinedMembers
 from herder.settings import HerderSettings
 from herder.task_configs import TaskConfigWriter
@@ -31,17 +31,21 @@ class JoinCallbacks:
         configs: ConfigStore,
         work: LocalWork,
         task_configs: TaskConfigWriter,
-        lifecycle: Lifecycle,
+        member: LifecycleSettings,
+        report: Callable[[], MemberReport],
         clock: Callable[[], float],
         load: Callable[[], int] = lambda: NO_LOAD,
     ) -> None:
-        """`load` measures this worker's load for its subscriptions (`Subscription.load`,
-        sent from v5 on), which the leader places new tasks by."""
+        """`report` is the member machine's last report (`herder.lifecycle`), whose terms
+        each subscription states. `load` measures this worker's load for its
+        subscriptions (`Subscription.load`, sent from v5 on), which the leader places new
+        tasks by."""
         self._settings = settings
         self._configs = configs
         self._work = work
         self._task_configs = task_configs
-        self._lifecycle = lifecycle
+        self._member = member
+        self._report = report
         self._clock = clock
         self._load = load
         self._planner: LeaderPlanner | None = None
@@ -59,20 +63,20 @@ class JoinCallbacks:
         await self._work.give_up_lost()
         snapshot = self._configs.snapshot()
         self._configured_at_join = snapshot.configured()
-        lifecycle = self._lifecycle
+        report = self._report()
         return encode_subscription(
             Subscription(
-                version=lifecycle.version,
-                max_version=lifecycle.settings.max_version,
+                version=report.version,
+                max_version=self._member.max_version,
                 worker_id=self._settings.worker_id,
                 url=self._settings.rest_url,
                 config_offset=snapshot.offset,
                 allocation=self._work.owned,
                 instance_id=self._settings.group_instance_id,
-                leaving=lifecycle.leaving,
-                incarnation=lifecycle.settings.incarnation,
+                leaving=report.leaving,
+                incarnation=self._member.incarnation,
                 connector_table=subscription_table(
-                    snapshot.connectors, lifecycle.version, lifecycle.group_version
+                    snapshot.connectors, report.version, report.group_version
                 ),
                 load=self._measured_load(),
             )
@@ -101,7 +105,7 @@ class JoinCallbacks:
                 inherited_deadline(*self._last_assignment) if self._last_assignment else None
             )
             self._planner = LeaderPlanner(
-                leader_max_version=self._lifecycle.settings.max_version,
+                leader_max_version=self._member.max_version,
                 max_delay_ms=self._settings.scheduled_rebalance_max_delay_ms,
                 inherited_deadline_ms=inherited,
             )

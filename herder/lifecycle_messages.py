@@ -12,60 +12,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
+from herder.member_states import Chore, MemberReport
 from herder.membership import Generation, HeartbeatOutcome
 from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment
-
-
-class Chore(Enum):
-    """What a member has to do once its current step ends, in this order (the REST
-    requests excepted: they wait only for the request lane, `Lifecycle.serving`)."""
-
-    SCHEDULED_REBALANCE = "the scheduled rebalance"
-    REJOIN = "a rejoin"
-    CONFIG = "following the config topic"
-    RECONFIGURE = "a rejoin for a config change, once the REST requests are served"
-    REFRESH = "the leader's task config refresh"
-    RESTARTS = "the automatic restarts due"
-    REQUESTS = "the REST requests queued"
-
-
-class Step(Enum):
-    PREPARE = "prepare"
-    JOIN = "join"
-    CARRY_OUT = "carry out an assignment"
-    SETTLE = "follow the config after an assignment"
-    SCHEDULED_REBALANCE = "ask for the scheduled rebalance"
-    CONFIG = "react to a config change"
-    FOLLOW = "follow the config topic"
-    REFRESH = "refresh task configs"
-    RESTARTS = "run the automatic restarts due"
-    BACK_OFF = "back off"
-
-
-class MemberState(Enum):
-    """Where the worker stands; `views.WorkerState` is what `/health` makes of it."""
-
-    STARTING = "starting"
-    """Warming the runtime up and probing the broker, before the first join."""
-    JOINING = "joining"
-    APPLYING = "applying"
-    """Carrying out the assignment of the generation just joined (heartbeats run)."""
-    MEMBER = "member"
-    """Between rebalances: chores one at a time, until something asks for a rejoin."""
-    BACKING_OFF = "backing off"
-    """Out of the group after the config topic could not be read, until a pause ends."""
-    STOPPED = "stopped"
-
-
-@dataclass(frozen=True)
-class LifecycleSettings:
-    incarnation: str
-    """This run of the process, as its subscription names it (`Subscription.incarnation`)."""
-    max_version: int
-    static: bool
-    """Whether the member joins with a `group.instance.id` (KIP-345)."""
-    warm_up: bool = False
-
 
 # -- events: the outcome of a step ---------------------------------------------------------
 
@@ -261,7 +210,8 @@ class MarkUnplaced:
 
 @dataclass(frozen=True)
 class WakeAt:
-    """Post a `Tick` at `at_ms` (None: no scheduled rebalance pending)."""
+    """Post a `Tick` at `at_ms` (None: no scheduled rebalance pending). The ticker owns
+    the time it wakes at: it forgets `at_ms` once it posted a tick at or after it."""
 
     at_ms: int | None
 
@@ -337,6 +287,23 @@ class HandOffDone:
 
 
 @dataclass(frozen=True)
+class Departing:
+    """The worker announced that it leaves for good (once: the first `LeaveRequested`)."""
+
+
+@dataclass(frozen=True)
+class AssignmentCarriedOut:
+    """The last command of a carry-out: the rebalance this worker took part in is over."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the member shows the world changed (`MemberReport`)."""
+
+    report: MemberReport
+
+
+@dataclass(frozen=True)
 class Note:
     level: Literal["info", "warning", "error"]
     text: str
@@ -368,6 +335,9 @@ Command = (
     | TurnedReady
     | TurnedUnhealthy
     | HandOffDone
+    | Departing
+    | AssignmentCarriedOut
+    | Report
     | Note
 )
 

@@ -31,10 +31,10 @@ from herder.lifecycle_messages import (
     HeartbeatAnswered,
     Joined,
     LeaveRequested,
-    LifecycleSettings,
     StepDone,
     Tick,
 )
+from herder.member_states import LifecycleSettings, MemberReport, first_report
 from herder.membership import Generation, HeartbeatOutcome, JoinedMembers
 from protocol.codec import decode_assignment, encode_assignment, encode_subscription
 from protocol.connector_table import subscription_table
@@ -110,7 +110,7 @@ class SimWorker:
         """Owned, not started: handed over in the round that revokes them elsewhere."""
         self.config_offset = 0
         self._configured_at_join: dict[str, int] = {}
-        self._lifecycle = self._new_lifecycle()
+        self._lifecycle, self._report = self._new_lifecycle()
         self._events: deque[Event] = deque()
         self._deciding = False
         self._planner: LeaderPlanner | None = None
@@ -129,22 +129,22 @@ class SimWorker:
     @property
     def version(self) -> int:
         """The version of the next subscription; only an assignment changes it."""
-        return self._lifecycle.version
+        return self._report.version
 
     @property
     def group_version(self) -> int:
-        return self._lifecycle.group_version
+        return self._report.group_version
 
     @property
     def leaving(self) -> bool:
-        return self._lifecycle.leaving
+        return self._report.leaving
 
     def start(self) -> None:
         """A fresh process: nothing running, no member id, no leader memory."""
         self.alive = True
         self.runs += 1
         self.member_id = None
-        self._lifecycle = self._new_lifecycle()
+        self._lifecycle, self._report = self._new_lifecycle()
         self._events.clear()
         self._planner = None
         self._led_generation = None
@@ -216,9 +216,11 @@ class SimWorker:
 
     # -- the lifecycle's interpreter -------------------------------------------------------
 
-    def _new_lifecycle(self) -> Lifecycle:
+    def _new_lifecycle(self) -> tuple[Lifecycle, MemberReport]:
+        """A machine, and what it shows before it says anything (`Report` updates it)."""
         incarnation = f"{self.name}#{getattr(self, 'runs', 0)}"
-        return Lifecycle(LifecycleSettings(incarnation, self.max_version, static=False))
+        settings = LifecycleSettings(incarnation, self.max_version, static=False)
+        return Lifecycle(settings), first_report(settings)
 
     def _post(self, event: Event) -> None:
         """Events are handled one at a time, in order, as the herder's queue does."""
@@ -273,6 +275,8 @@ class SimWorker:
                 self._env.loop.call_at(self._env.loop.now_ms + int(seconds * 1000), done)
             case do.HandOffDone():
                 self.shut_down()
+            case do.Report(report):
+                self._report = report
             case _:
                 pass  # nothing to do in the simulator: logs, task configs, REST requests
 

@@ -13,7 +13,7 @@ import pytest
 
 from herder.config_records import TargetState
 from herder.errors import ConnectorExists, InvalidConnectorConfig, NoHandOff
-from herder.group_loop import heartbeat_pause_s
+from herder.heartbeat_pace import heartbeat_pause_s
 from herder.herder import DistributedHerder
 from herder.membership import Generation, HeartbeatOutcome
 from herder.requests import RequestTimedOut
