@@ -99,6 +99,8 @@ class Row:
 
 @dataclass(frozen=True)
 class ChoreRow:
+    """A row without an event: the first transition, and the choice of the next chore."""
+
     says: str
     due: Callable[[MemberData], bool]
     to: MemberState
@@ -116,7 +118,10 @@ class Lifecycle:
 
     def start(self) -> Decision:
         """The process starts: warm up and probe first, if there is anything to do."""
-        return self._take(START, None)
+        first = next(row for row in START if row.due(self.data))
+        decision = first.action(self.data)
+        self._enter(first.to)
+        return self._report(self._serve(decision))
 
     def handle(self, event: Event) -> Decision:
         rows = TRANSITIONS.get((self.state, type(event)))
@@ -205,11 +210,10 @@ FORCED = When("the round must be forced", act.round_must_be_forced)
 TAKEN = When("the assignment gives work", act.assignment_taken)
 OWNS_WORK = When("the worker owns work", act.owns_work)
 FAILED = When("the heartbeat failed", act.heartbeat_failed)
-PREPARING = When("warm-up or static probe", lambda m, _: m.settings.warm_up or m.static)
 
-START: tuple[Row, ...] = (
-    Row(S.STARTING, lambda m, _: act.prepare(m), PREPARING),
-    Row(S.JOINING, lambda m, _: act.join(m)),
+START: tuple[ChoreRow, ...] = (
+    ChoreRow("a warm-up or a static probe is wanted", act.preparing, S.STARTING, act.prepare),
+    ChoreRow("otherwise", lambda m: True, S.JOINING, act.join),
 )
 """The machine's first transition (`Lifecycle.start`), from `STARTING`."""
 

@@ -89,6 +89,11 @@ def assignment_taken(m: MemberData, event: Joined) -> bool:
     return not isinstance(judged, str) and judged[1].accepted
 
 
+def preparing(m: MemberData) -> bool:
+    """The runtime warms up or the broker's KIP-345 is probed before the first join."""
+    return m.settings.warm_up or m.static
+
+
 def owns_work(m: MemberData, event: FenceDue) -> bool:
     return event.owns_work
 

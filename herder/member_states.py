@@ -27,31 +27,31 @@ class MemberState(Enum):
     """Where the worker stands, and so which step runs (none in `IDLE` and `STOPPED`);
     `views.WorkerState` is what `/health` makes of it."""
 
-    STARTING = "starting"
+    STARTING = "warming up, probing the broker, before the first join"
     """Warming the runtime up and probing the broker, before the first join."""
-    JOINING = "joining"
+    JOINING = "joining the group (JoinGroup, the leader's step, SyncGroup)"
     JOINING_FORCED = "joining a round this worker forced"
     """Its answer is taken as it is: forcing another round would never end."""
     JOINING_FENCED = "joining, fenced meanwhile"
     """The work was stopped during the join: its answer is not carried out, a rejoin
     reports that the worker runs nothing."""
-    APPLYING = "applying"
+    APPLYING = "carrying out an assignment that gives work: stops, then starts"
     """Carrying out an assignment that gives the worker its work (heartbeats run)."""
-    DECLINING = "declining"
+    DECLINING = "carrying out an assignment that gives no work"
     """Carrying out an assignment that gives no work: a version probe, a config offset
     behind the leader's, an unreadable one, the same generation again."""
-    SETTLING = "settling"
+    SETTLING = "following the config topic after an assignment"
     """Following the config topic after an assignment."""
-    IDLE = "idle"
+    IDLE = "a member with nothing to do until an event brings a chore"
     """A member between rebalances with nothing to do, until an event brings a chore."""
     ASKING = "asking for the scheduled rebalance"
     RECONCILING = "reconciling task configs after a config change"
     FOLLOWING = "following the config topic after a config change"
     REFRESHING = "refreshing task configs"
     RESTARTING = "running the automatic restarts due"
-    BACKING_OFF = "backing off"
+    BACKING_OFF = "out of the group, pausing before it joins again"
     """Out of the group after the config topic could not be read, until a pause ends."""
-    STOPPED = "stopped"
+    STOPPED = "stopped: every event is ignored"
 
 
 JOINING_STATES = (MemberState.JOINING, MemberState.JOINING_FORCED, MemberState.JOINING_FENCED)
