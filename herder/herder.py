@@ -213,7 +213,27 @@ class DistributedHerder:
         refusal = self.hand_off_refusal()
         if refusal is not None:
             raise NoHandOff(refusal)
-        return await self._loop.leave_for_good(timeout_s)
+        clock = asyncio.get_running_loop()
+        deadline = clock.time() + timeout_s
+        if not await self._loop.leave_for_good(timeout_s):
+            return False
+        await self._statuses_shown(max(deadline - clock.time(), 0.0))
+        return True
+
+    async def _statuses_shown(self, timeout_s: float) -> None:
+        """Until the status topic, and this worker's view of it, show every task stopped
+        in the hand-off as stopped: a caller told "handed over" then reads no task RUNNING
+        here. The writes wait for their turn and the view for its reader's next fetch (up
+        to `fetch.max.wait.ms`); without this the answer ran ahead of the status, which
+        still said RUNNING on this worker for tasks it had stopped."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._work.status_writer.flush(timeout_s)
+                await self.statuses.read_to_end(timeout_s)
+                return
+        except TimeoutError:
+            pass
+        log.warning("handed over, but the status topic does not show it yet")
 
     async def wait_closed(self) -> None:
         """Return when the group loop ends (it only ends on a fatal error)."""

@@ -26,12 +26,19 @@ class StatusWriter:
     def start(self) -> None:
         self._writer = asyncio.create_task(self._write(), name="status-writer")
 
-    async def close(self, flush_timeout_s: float) -> None:
-        """Write what is queued (up to `flush_timeout_s`), then stop writing."""
+    async def flush(self, timeout_s: float) -> bool:
+        """Until every status put so far is written and acknowledged; False when the
+        broker did not take them within `timeout_s`."""
         try:
-            async with asyncio.timeout(flush_timeout_s):
+            async with asyncio.timeout(timeout_s):
                 await self._queue.join()
         except TimeoutError:
+            return False
+        return True
+
+    async def close(self, flush_timeout_s: float) -> None:
+        """Write what is queued (up to `flush_timeout_s`), then stop writing."""
+        if not await self.flush(flush_timeout_s):
             log.warning("gave up writing the last statuses: the broker does not answer")
         await cancel_and_wait(self._writer)
 

@@ -11,6 +11,7 @@ import pytest
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import Cluster, generator_config
 from tests.support.file_sink import committed_column
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +21,13 @@ DELAY_S = 300
 def test_announced_leave_hands_work_over_without_the_delay(
     each_broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    """In the Tansu smoke set: a cooperative cluster on the embedded broker too."""
+    """In the Tansu smoke set: a cooperative cluster on the embedded broker too.
+
+    Once the leaving worker answers "handed over", the status it shows has none of its
+    stopped tasks RUNNING there; the staying worker, whose own reader may be a fetch
+    behind, shows them all RUNNING on itself well within half the delay. (Taking any
+    live worker as an owner, as `wait_converged` does, let a status read a moment after
+    the answer pass with tasks still shown on the worker that had just stopped them.)"""
     output = tmp_path / "out"
     cluster = Cluster(
         each_broker.bootstrap_servers,
@@ -39,9 +46,24 @@ def test_announced_leave_hands_work_over_without_the_delay(
         assert answer.status_code == 200, answer.text
         assert answer.json()["handed_over"] is True
         assert answer.json()["running_tasks"] == 0
+        shown = httpx.get(f"{leaving.url}/connectors/alpha/status", timeout=10).json()
+        still_here = [
+            t["id"]
+            for t in shown["tasks"]
+            if t["state"] == "RUNNING" and t["worker_id"] == leaving_id
+        ]
+        assert still_here == [], "the status must not lag the answer: stopped tasks shown RUNNING"
 
-        views = cluster.wait_converged(4, timeout_s=DELAY_S / 2)
-        assert all(v.worker_id == staying.url.removeprefix("http://") for v in views)
+        staying_id = staying.url.removeprefix("http://")
+        wait_until(
+            cluster.tasks,
+            DELAY_S / 2,
+            what="every task RUNNING on the staying worker, well within the delay",
+            until=lambda views: (
+                len(views) == 4
+                and all(v.state == "RUNNING" and v.worker_id == staying_id for v in views)
+            ),
+        )
         assert leaving.stop() == 0
         cluster.wait_converged(4)
 
