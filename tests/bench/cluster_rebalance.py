@@ -19,9 +19,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.cluster import Cluster, TaskView, generator_config, spread
 from tests.support.polling import wait_until
 from tests.support.processes import running_broker
@@ -130,7 +131,9 @@ def run_history(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="6 tasks, 5 s delay")
+    add_json_option(parser)
     args = parser.parse_args()
+    result = ResultFile(__file__, args)
     tasks, delay_ms = (6, 5_000) if args.quick else (30, 20_000)
     results: dict[str, list[EventCost]] = {}
     with tempfile.TemporaryDirectory(prefix="sparkherd-bench-") as tmp:
@@ -151,6 +154,10 @@ def main() -> None:
                 f"{protocol:>11} {cost.event:>7} {cost.rounds:>7} {cost.converge_s:>11.1f} "
                 f"{cost.stopped:>14} {cost.downtime_s:>16.1f}"
             )
+    result.write(
+        {protocol: [asdict(cost) for cost in costs] for protocol, costs in results.items()},
+        {"workers": 3, "tasks": tasks, "delay_ms": delay_ms},
+    )
 
 
 if __name__ == "__main__":

@@ -39,13 +39,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import httpx
 
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.bounce import TaskOutput, read_task_output
 from tests.support.cluster import Cluster, generator_config
 from tests.support.polling import wait_until
@@ -205,6 +206,23 @@ class Run:
             + ")"
         )
         return "\n".join(lines)
+
+    def figures(self) -> dict[str, Any]:
+        """The run for its result file: what `report` and `row` print, as numbers."""
+        return {
+            "workers": self.workers,
+            "connectors": self.size,
+            "creates_1_client": asdict(self.sequential) if self.sequential else None,
+            "creates_8_clients": asdict(self.concurrent) if self.concurrent else None,
+            "all_running_s": self.all_running_s,
+            "steady_batches_per_task": self.steady_batches(),
+            "steady_longest_gap_s": [g if math.isfinite(g) else None for g in self.steady_gaps()],
+            "exit_s": self.exit_s,
+            "restart_s": self.restart_s,
+            "silent_after_restart": self.silent_after_restart(),
+            "exactly_once": self.exactly_once,
+            "row": self.row(),
+        }
 
     def row(self) -> str:
         """The run as a row of the docs' table."""
@@ -494,7 +512,9 @@ def main(argv: list[str] | None = None) -> list[Run]:
         action="store_true",
         help="measure the creates only (the tasks are still starting when the last answers)",
     )
+    add_json_option(parser)
     args = parser.parse_args(argv)
+    result = ResultFile(__file__, args, argv)
     sizes = [int(s) for s in (args.sizes or ("10,40" if args.quick else "10,40,100")).split(",")]
     setups = [int(w) for w in args.workers.split(",")]
     print(header(), flush=True)
@@ -523,6 +543,10 @@ def main(argv: list[str] | None = None) -> list[Run]:
     for run in runs:
         print(run.row())
     print(f"\nload average at the end {load()}")
+    result.write(
+        {"table_head": TABLE_HEAD, "runs": [run.figures() for run in runs]},
+        {"sizes": sizes, "worker_counts": setups, "worker_settings": WORKER_SETTINGS},
+    )
     return runs
 
 

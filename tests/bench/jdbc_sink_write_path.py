@@ -40,6 +40,7 @@ import psycopg2
 from pyarrow import csv
 from pyspark.sql import DataFrame, SparkSession
 
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.postgres import PostgresServer, running_postgres
 from worker.connectors.jdbc.connection import JdbcDatabase, parse_jdbc_url
 from worker.connectors.jdbc.sql import InsertMode
@@ -180,7 +181,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
+    add_json_option(parser)
     args = parser.parse_args()
+    result = ResultFile(__file__, args)
     provider = SparkSessionProvider(
         {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2"},
         "jdbc-sink-write-path",
@@ -220,6 +223,7 @@ def main() -> None:
     finally:
         provider.stop()
     print(json.dumps({"rows": args.rows, "repeats": args.repeats, **results}))
+    result.write(results)
 
 
 if __name__ == "__main__":

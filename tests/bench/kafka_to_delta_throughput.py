@@ -37,6 +37,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from tests.bench.kafka_to_files_throughput import produce_wave
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.kafka_topics import new_topic
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker, running_broker
@@ -180,7 +181,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20,000 records instead")
     parser.add_argument("--records", type=int, default=200_000, help="the backlog's size")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each side")
+    add_json_option(parser)
     args = parser.parse_args()
+    result = ResultFile(__file__, args)
     records = 20_000 if args.quick else args.records
     seconds: dict[str, list[float]] = {side: [] for side in SIDES}
     with tempfile.TemporaryDirectory() as tmp, running_broker(Path(tmp)) as broker:
@@ -212,6 +215,15 @@ def main() -> None:
     print(
         f"worker / direct, per repeat: median {statistics.median(paired):.2f}, "
         f"range {paired[0]:.2f} - {paired[-1]:.2f}"
+    )
+    result.write(
+        {
+            "seconds": seconds,
+            "worker_over_direct": ratio,
+            "meets_target": ratio >= TARGET_RATIO,
+            "worker_over_direct_per_repeat": paired,
+        },
+        {"records": records, "warm_up": WARM_UP, "target_ratio": TARGET_RATIO},
     )
 
 

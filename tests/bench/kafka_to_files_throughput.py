@@ -42,13 +42,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 from aiokafka import TopicPartition
 
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.file_sink import committed_files
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
@@ -105,6 +106,10 @@ class Run:
     @property
     def drain_rows_per_s(self) -> float:
         return self.records / max(self.seconds - self.restart_s, 1e-3)
+
+    def figures(self) -> dict[str, Any]:
+        rates = {"rows_per_s": self.rows_per_s, "drain_rows_per_s": self.drain_rows_per_s}
+        return {**asdict(self), **rates}
 
 
 @dataclass(frozen=True)
@@ -450,7 +455,9 @@ TABLES = (
 )
 
 
-def report(runs: Sequence[Run], clients: Sequence[str]) -> None:
+def report(runs: Sequence[Run], clients: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Prints the tables; returns worker / direct per client (rows/s, drain only, CPU)."""
+    ratios: dict[str, dict[str, float]] = {}
     print(f"\n{runs[0].records:,} records a run after a warm-up of {WARM_UP:,}, on Apache Kafka")
     print("median [range] per side; restart: to the first planned batch; drain: after it;")
     print("CPU: the side's processes' user + system seconds from the restart to the end;")
@@ -482,6 +489,8 @@ def report(runs: Sequence[Run], clients: Sequence[str]) -> None:
             f"worker / direct, {client:7} {ratio:5.2f} ({verdict} the {TARGET_RATIO} target);"
             f" drain only {drain:5.2f}; CPU a run {cpu:5.2f}"
         )
+        ratios[client] = {"rows_per_s": ratio, "drain_only": drain, "cpu_a_run": cpu}
+    return ratios
 
 
 def parse_settings(pairs: Sequence[str]) -> dict[str, str]:
@@ -514,10 +523,12 @@ def main() -> None:
         help="run the direct job in this process (which also polls), not a process of its own",
     )
     parser.add_argument("--serve-direct", action="store_true", help=argparse.SUPPRESS)
+    add_json_option(parser)
     args = parser.parse_args()
     if args.serve_direct:
         serve_direct(parse_settings(args.spark))
         return
+    result = ResultFile(__file__, args)
     records = 100_000 if args.quick else args.records
     clients = ("jvm",) if args.quick else tuple(args.clients.split(","))
     spark = parse_settings(args.spark)
@@ -550,7 +561,11 @@ def main() -> None:
                     f" {run.cpu.jvm_waited_s:.2f} s), load {run.load:.1f}",
                     flush=True,
                 )
-    report(runs, clients)
+    worker_over_direct = report(runs, clients)
+    result.write(
+        {"runs": [run.figures() for run in runs], "worker_over_direct": worker_over_direct},
+        {"records": records, "clients": list(clients), "warm_up": WARM_UP},
+    )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,10 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from protocol.messages import ConnectorTaskId
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.cluster import generator_config
 from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
@@ -91,7 +93,8 @@ async def measure(
     monitor_s: float,
     root: Path,
     jfr: Path | None,
-) -> None:
+) -> dict[str, Any]:
+    """Prints the window's figures and returns them (CPU in ms per committed batch)."""
     spark = SparkSessionProvider({"spark.master": "local[1]", **conf}, "light-batch-cost")
     plugins = plugins_for(default_registry(), root / "checkpoints", spark.get)
     runtime = SparkTaskRuntime(
@@ -171,6 +174,15 @@ async def measure(
                 for name, seconds in sorted(threads.items(), key=lambda kv: -kv[1])[:8]
             )
         )
+        return {
+            "batches": batches,
+            "cpu_ms_a_batch": {"python": python_ms, "jvm": jvm_ms, "processes": children_ms},
+            "compilations_a_batch": compiled / max(batches, 1),
+            "batches_per_task_per_minute": per_minute,
+            "tasks_with_none": sum(1 for n in per_task if n <= 0),
+            "worst_trigger_lag_s": worst_lag,
+            "jvm_cpu_s_by_thread": threads,
+        }
     finally:
         await runtime.stop_all()
         await asyncio.to_thread(spark.stop)
@@ -193,10 +205,12 @@ def main() -> None:
     parser.add_argument(
         "--jfr", type=Path, help="record the window with Java Flight Recorder into this file"
     )
+    add_json_option(parser)
     args = parser.parse_args()
+    result = ResultFile(__file__, args)
     conf = dict(setting.split("=", 1) for setting in args.set)
     with tempfile.TemporaryDirectory(prefix="sparkherd-light-") as root:
-        asyncio.run(
+        figures = asyncio.run(
             measure(
                 args.tasks,
                 args.warm,
@@ -207,6 +221,7 @@ def main() -> None:
                 args.jfr,
             )
         )
+    result.write(figures, {"interval_ms": INTERVAL_MS})
 
 
 if __name__ == "__main__":

@@ -36,9 +36,11 @@ import contextlib
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.bounce import (
     BATCH_INTERVAL_MS,
     SAMPLE_S,
@@ -114,6 +116,22 @@ class Report:
     @property
     def exactly_once(self) -> bool:
         return bool(self.outputs) and all(o.exactly_once for o in self.outputs)
+
+    def figures(self) -> dict[str, Any]:
+        """What the report prints of this mode, for its result file."""
+        return {
+            "mode": self.mode,
+            "rebalances": self.rebalances,
+            "stops_per_task": self.stops_per_task,
+            "restarts": [asdict(restart) for restart in self.restarts],
+            "longest_gap_s_per_task": self.longest_gaps_s,
+            "usual_gap_s": self.usual_gap_s,
+            "ran_on_two_workers": self.ran_twice,
+            "every_seq_once": self.exactly_once,
+            "wall_s": self.wall_s,
+            "samples": self.samples,
+            "failed_samples": self.failed_samples,
+        }
 
 
 def pods_in_rollout_order(size: int) -> Iterator[int]:
@@ -224,7 +242,9 @@ def main(argv: list[str] | None = None) -> list[Report]:
         type=Path,
         help="run in this directory and keep it: the workers' logs, checkpoints and output",
     )
+    add_json_option(parser)
     args = parser.parse_args(argv)
+    result = ResultFile(__file__, args, argv)
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - MODES.keys()
     if unknown:
@@ -247,6 +267,10 @@ def main(argv: list[str] | None = None) -> list[Report]:
                 )
             )
     print_reports(reports, args.workers, args.tasks, args.delay_ms)
+    result.write(
+        {"modes": [report.figures() for report in reports]},
+        {"grace_s": GRACE_S, "mode_settings": {m: list(MODES[m].settings) for m in modes}},
+    )
     return reports
 
 

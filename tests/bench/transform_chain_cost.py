@@ -44,6 +44,7 @@ from tests.bench.kafka_to_files_throughput import (
     spread,
     worker_side,
 )
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.file_sink import committed_files
 from tests.support.processes import running_broker
 from worker.kafka.client import Outgoing
@@ -171,7 +172,8 @@ def order_of_runs(repeat: int) -> list[str]:
     return [v for r in range(repeat) for v in (VARIANTS if r % 2 == 0 else VARIANTS[::-1])]
 
 
-def report(runs: Sequence[Run]) -> None:
+def report(runs: Sequence[Run]) -> dict[str, float]:
+    """Prints the table; returns chain / plain (rows/s medians, drain only, CPU a run)."""
     print(f"\n{runs[0].records:,} records a run after a warm-up of {WARM_UP:,}, on Apache Kafka")
     print("kafka-to-files, JSON with schemas, parquet; median [range] per variant")
     names = ("rows/s", "restart s", "drain rows/s", "JVM CPU s", "load")
@@ -197,6 +199,7 @@ def report(runs: Sequence[Run]) -> None:
         f" drain only {drain:.3f}; CPU a run (Python + JVM) {cpu:.3f}; load at the end"
         f" {load():.1f}"
     )
+    return {"rows_per_s": ratio, "drain_only": drain, "cpu_a_run": cpu}
 
 
 def main() -> None:
@@ -204,7 +207,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="100,000 records x 2")
     parser.add_argument("--records", type=int, default=1_000_000, help="a backlog's size")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs a variant")
+    add_json_option(parser)
     args = parser.parse_args()
+    result = ResultFile(__file__, args)
     records, repeat = (100_000, 2) if args.quick else (args.records, args.repeat)
     print(f"load at the start {load():.1f}", flush=True)
     runs: list[Run] = []
@@ -220,7 +225,11 @@ def main() -> None:
                 if not warm_up:
                     runs.append(run)
                 print(describe(n, warm_up, run), flush=True)
-    report(runs)
+    chain_over_plain = report(runs)
+    result.write(
+        {"runs": [run.figures() for run in runs], "chain_over_plain": chain_over_plain},
+        {"records": records, "repeat": repeat, "warm_up": WARM_UP, "target_ratio": TARGET_RATIO},
+    )
 
 
 def describe(n: int, warm_up: bool, run: Run) -> str:

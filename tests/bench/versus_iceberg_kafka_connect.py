@@ -51,7 +51,7 @@ import json
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -59,6 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sparkherd.broker.kafka_kraft import KAFKA_VERSION
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.iceberg_kafka_connect import (
     ICEBERG_VERSION,
     iceberg_plugin_path,
@@ -307,7 +308,8 @@ def print_report(
     systems: Sequence[str],
     plan: Plan,
     repeats: int,
-) -> None:
+) -> dict[str, Summary]:
+    """Prints the summaries and returns them by system."""
     note = " (fewer than the default 3)" if repeats < 3 else ""
     print(
         f"\n{plan.records:,} backlog records, then {plan.latency_records:,} and "
@@ -325,6 +327,7 @@ def print_report(
     if (ratio := rows_ratio(report)) is not None:
         print(verdict(ratio, report["connect"], report["sparkherd"]))
     print(json.dumps(report))
+    return report
 
 
 def verdict(ratio: float, connect: Summary, herd: Summary) -> str:
@@ -340,7 +343,9 @@ def verdict(ratio: float, connect: Summary, herd: Summary) -> str:
 def main() -> None:
     parser = bench_arguments(__doc__.splitlines()[0], "100,000 records, 2 repeats", "1,000,000")
     parser.add_argument("--commit-interval-ms", type=int, default=2_000)
+    add_json_option(parser)
     args = parser.parse_args()
+    result = ResultFile(__file__, args)
     systems = chosen_systems(args.systems)
     repeats = repeats_of(args)
     rate = args.rate or 2_000
@@ -364,7 +369,11 @@ def main() -> None:
             return run_once(system, repeat, bootstrap, backlog, root, plan)
 
         runs, failures = alternate(systems, repeats, run, run_line)
-    print_report(runs, failures, systems, plan, repeats)
+    report = print_report(runs, failures, systems, plan, repeats)
+    result.write(
+        {"summaries": report, "runs": [asdict(run) for run in runs], "failures": len(failures)},
+        {"plan": asdict(plan), "systems": list(systems), "repeats": repeats},
+    )
 
 
 if __name__ == "__main__":

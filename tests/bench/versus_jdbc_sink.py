@@ -59,13 +59,14 @@ import json
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import psycopg2
 
 from sparkherd.broker.kafka_kraft import KAFKA_VERSION
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support import versus_bench as versus
 from tests.support.debezium_jdbc_sink import (
     DEBEZIUM_VERSION,
@@ -411,7 +412,8 @@ def print_report(
     plan: Plan,
     repeats: int,
     server_version: str,
-) -> None:
+) -> dict[str, versus.Summary]:
+    """Prints the summaries and returns them by system."""
     note = " (fewer than the default 3)" if repeats < 3 else ""
     print(
         f"\n{plan.records:,} backlog records over {plan.keys:,} ids, then "
@@ -430,6 +432,7 @@ def print_report(
     if (ratio := versus.rows_ratio(report)) is not None:
         print(f"sparkherd / Connect rows/s: {ratio:.2f} (target: at least 1)")
     print(json.dumps(report))
+    return report
 
 
 def main() -> None:
@@ -438,7 +441,9 @@ def main() -> None:
     )
     parser.add_argument("--keys", type=int, help="distinct ids (default a tenth of --records)")
     parser.add_argument("--sparkherd-tasks", type=int, default=1)
+    add_json_option(parser)
     args = parser.parse_args()
+    result = ResultFile(__file__, args)
     systems = versus.chosen_systems(args.systems)
     repeats = versus.repeats_of(args)
     records = args.records or (50_000 if args.quick else 500_000)
@@ -468,7 +473,11 @@ def main() -> None:
 
         runs, failures = versus.alternate(systems, repeats, run, run_line)
         ((version,),) = server.execute("SELECT split_part(version(), ' on ', 1)")
-    print_report(runs, failures, systems, plan, repeats, str(version))
+    report = print_report(runs, failures, systems, plan, repeats, str(version))
+    result.write(
+        {"summaries": report, "runs": [asdict(run) for run in runs], "failures": len(failures)},
+        {"plan": asdict(plan), "systems": list(systems), "repeats": repeats, "postgresql": version},
+    )
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ from typing import Any
 import httpx
 
 from sparkherd.broker.kafka_kraft import KAFKA_VERSION
+from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.bounce import (
     BATCH_INTERVAL_MS,
     ROWS_PER_SECOND,
@@ -420,7 +421,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--work-dir", type=Path, help="keep logs and data here (default: a temporary directory)"
     )
+    add_json_option(parser)
     args = parser.parse_args(argv)
+    result_file = ResultFile(__file__, args, argv)
     workers, tasks, delay_ms = (
         (3, 6, 10_000) if args.quick else (args.workers, args.tasks, args.delay_ms)
     )
@@ -461,6 +464,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {r.system: r.summary() for r in reports}
     result["rest_mismatches"] = [] if differential is None else differential.mismatches
     print(json.dumps(result))
+    result_file.write(result, {"workers": workers, "tasks": tasks, "delay_ms": delay_ms})
     return result
 
 

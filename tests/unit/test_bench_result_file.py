@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import json
 from pathlib import Path
@@ -92,3 +93,23 @@ def test_a_run_without_json_writes_nothing(
     assert (sorted(RESULTS.glob("*")) if RESULTS.exists() else []) == before
     assert list(tmp_path.iterdir()) == []
     assert "result written" not in capsys.readouterr().out
+
+
+def test_every_bench_script_offers_a_result_file() -> None:
+    """Read, not imported: the scripts start Spark, Kafka and Connect when they run."""
+    scripts = sorted(p for p in RESULTS.parent.glob("*.py") if p.stem != "result_file")
+    assert scripts
+    lacking = [
+        script.name
+        for script in scripts
+        if not {"add_json_option", "ResultFile"} <= called_names(script.read_text())
+    ]
+    assert lacking == []
+
+
+def called_names(source: str) -> set[str]:
+    return {
+        node.func.id
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
