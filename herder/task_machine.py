@@ -3,9 +3,8 @@
 What happens to a task this worker owns (it is assigned, handed over, paused, resumed,
 restarted, reconfigured, revoked; its start ends; its query dies or is fenced; its stop
 ends) arrives as a `TaskEvent`, and `TRANSITIONS` gives the next `TaskPhase` and what to
-do, as `TaskCommand`s in the order they are carried out. `herder.work.LocalWork` carries
-them out on the runtime (a Spark query), the simulator in tests/simulation on its ledger:
-both run this table.
+do, as `TaskCommand`s in the order they are carried out. `herder.task_work.TaskWork`
+carries them out on the runtime (a Spark query).
 
 A start takes seconds under load, and anything may arrive during it; such an event is
 never dropped: it moves the task to a phase that remembers it (`RESTART_PENDING`,
@@ -66,6 +65,8 @@ class TaskCommand(StrEnum):
     """Start the task in the background with its newest config; its end is an event."""
     AWAIT_RELEASE = "await release"
     """Wait in the background for the previous owner's release; its end is an event."""
+    ABORT_START = "abort start"
+    """Stop what the start under way holds, which ends that start (its end follows)."""
     CANCEL_START = "cancel start"
     """Cancel the start or the wait under way, and wait until it has ended."""
     STOP = "stop"
@@ -93,8 +94,9 @@ _STARTS: Final = (Phase.STARTING, Phase.RESTART_PENDING, Phase.PAUSE_PENDING)
 _HELD: Final = (Phase.RUNNING, Phase.FAILED)
 
 RESTART_DURING_START: Final = (Phase.STARTING, Event.RESTART_REQUESTED)
-"""A restart that arrives while the task starts restarts it once that start ends (it was
-dropped once: a task kept running on a file or link the user had changed)."""
+"""A restart that arrives while the task starts ends that start (one that never ends is
+not waited for) and starts the task again once it has ended. It was dropped once: a task
+kept running on a file or link the user had changed."""
 PAUSE_DURING_START: Final = (Phase.STARTING, Event.PAUSED)
 """A pause that arrives while the task starts stops it once that start ends (it was
 ignored once: the task ran on, shown RUNNING, under a PAUSED connector)."""
@@ -118,7 +120,7 @@ TRANSITIONS: Final[dict[tuple[TaskPhase, TaskEvent], Row]] = {
     ),
     (Phase.STARTING, Event.START_FINISHED): (Phase.RUNNING, ()),
     (Phase.STARTING, Event.START_FAILED): (Phase.FAILED, ()),
-    RESTART_DURING_START: (Phase.RESTART_PENDING, (Do.SHOW_RESTARTING,)),
+    RESTART_DURING_START: (Phase.RESTART_PENDING, (Do.SHOW_RESTARTING, Do.ABORT_START)),
     (Phase.STARTING, Event.CONFIG_CHANGED): (Phase.RESTART_PENDING, ()),
     PAUSE_DURING_START: (Phase.PAUSE_PENDING, ()),
     (Phase.RESTART_PENDING, Event.START_FINISHED): (Phase.STOPPING, (Do.STOP,)),

@@ -3,15 +3,15 @@
 The group loop decides what this worker owns; this module starts and stops that work,
 keeps it in step with the config topic between rebalances (target states, changed task
 configs, restart requests), restarts what failed after a back-off (`herder.auto_restart`)
-and reports every change to the status topic.
+and reports every change to the status topic. What happens to a task is decided by its
+machine (`herder.task_machine`); this module feeds it events and carries its commands out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Callable
 
 from herder.auto_restart import RestartPolicy, RestartTracker, is_fenced
 from herder.config_records import ConfigSnapshot, RestartRequest, TargetState
@@ -20,16 +20,12 @@ from herder.restart_timer import RestartTimer, Submit
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
 from herder.status_writer import StatusWriter
+from herder.task_machine import TaskPhase
+from herder.task_work import TaskWork
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from worker.runtime.task_state import StartupCounts, TaskState, TaskStatus
 
 log = logging.getLogger(__name__)
-
-STARTS_AT_ONCE = 4
-"""Task starts (Spark query launches) under way at once. Each holds a thread of the event
-loop's default executor (6 on 2 cores) for seconds; unbounded, a round that assigned many
-tasks took every thread, and the herder's blocking calls (a write's config checks, its
-task configs) waited behind them. At 2, the fleet bench's 40 restarts took 100 s, not 36."""
 
 CONNECTOR_STATE = {
     TargetState.STARTED: TaskState.RUNNING,
@@ -69,13 +65,8 @@ class LocalWork:
         self._configs = configs
         self._statuses = statuses
         self._generation = generation
-        self.owned: Allocation = EMPTY_ALLOCATION
-        self._started_configs: dict[ConnectorTaskId, Mapping[str, str]] = {}
+        self._connectors: set[str] = set()
         self._connector_targets: dict[str, TargetState] = {}
-        self._starting: dict[ConnectorTaskId, asyncio.Task[None]] = {}
-        """Each task's newest start under way (an earlier one it waits for is its `after`):
-        a revocation cancels it, wherever it is."""
-        self._launching = asyncio.Semaphore(STARTS_AT_ONCE)
         self.status_writer = StatusWriter(statuses)
         self.connector_startups = StartupCounts()
         self._restart_policy = restart_policy
@@ -85,6 +76,21 @@ class LocalWork:
         """Set when a task of this worker was found fenced by another worker's claim: the
         group loop rejoins, giving it up (`give_up_lost`), so the leader learns at once
         that nobody here runs it, not at the next rebalance, if any."""
+        self._tasks = TaskWork(
+            runtime,
+            configs,
+            generation,
+            report=self._report,
+            forget_restarts=self.restarts.forget,
+            give_up=self.claimed_elsewhere.set,
+        )
+
+    @property
+    def owned(self) -> Allocation:
+        return Allocation.of(self._connectors, self._tasks.owned())
+
+    def task_phase(self, task: ConnectorTaskId) -> TaskPhase | None:
+        return self._tasks.phase(task)
 
     # -- starting and stopping -------------------------------------------------------------
 
@@ -93,53 +99,20 @@ class LocalWork:
         the group loop must stay free to rejoin the next rebalance meanwhile. The tasks of
         `await_release` start once their previous owner has released them."""
         snapshot = self._configs.snapshot()
-        self.owned = self.owned.union(assigned)
+        self._connectors.update(assigned.connectors)
         for connector in sorted(assigned.connectors):
             self._start_connector(connector, snapshot)
-        for task in sorted(assigned.tasks):
-            self._launch(task, snapshot, await_release=task in await_release.tasks)
-
-    def _launch(
-        self,
-        task: ConnectorTaskId,
-        snapshot: ConfigSnapshot,
-        *,
-        await_release: bool = False,
-        after: asyncio.Task[None] | None = None,
-    ) -> None:
-        """Start the task in the background: no step of the group loop waits for a Spark
-        query's start. A revocation cancels it. `after`: a start of the task under way,
-        which ends (and its query stops) first."""
-        starting = asyncio.create_task(
-            self._start_task(task, snapshot, await_release=await_release, after=after),
-            name=f"start-{task}",
-        )
-        self._starting[task] = starting
-        starting.add_done_callback(partial(self._started, task))
+        self._tasks.assign(snapshot, assigned.tasks, await_release.tasks)
 
     async def stop(self, revoked: Allocation) -> None:
         """Give the work up first, then stop it: while the stops are awaited, a restart
         request or a config change must not start a revoked task again (and claim it
-        from its next owner). A start under way is cancelled, not awaited: a start that
-        never ends (an address that never answers) held every later rebalance; the
-        runtime's stop then ends it, within its own bound."""
+        from its next owner)."""
         revoked = revoked.intersection(self.owned)
         if revoked.is_empty():
             return
-        self.owned = self.owned.minus(revoked)
-        starting = [self._starting[t] for t in revoked.tasks if t in self._starting]
-        for start in starting:
-            start.cancel()
-        if starting:
-            await asyncio.wait(starting)
-        held = self._runtime.held()
-        await asyncio.gather(
-            *(self._runtime.stop_task(t) for t in sorted(revoked.tasks) if t in held)
-        )
-        for task in sorted(revoked.tasks):
-            self._started_configs.pop(task, None)
-            self.restarts.forget(task)
-            self._report(task, TaskState.UNASSIGNED)
+        self._connectors -= revoked.connectors
+        await self._tasks.revoke(revoked.tasks)
         for connector in sorted(revoked.connectors):
             self._connector_targets.pop(connector, None)
             self.restarts.forget(connector)
@@ -155,7 +128,7 @@ class LocalWork:
         reported as its own, the leader stopped the live copies to hand them "back" to a
         worker whose queries had been fenced, and nobody ran them."""
         self.claimed_elsewhere.clear()
-        lost = (await self._runtime.lost_to_others()) & self.owned.tasks
+        lost = (await self._runtime.lost_to_others()) & self._tasks.owned()
         if lost:
             names = ", ".join(str(task) for task in sorted(lost))
             log.warning("another worker has claimed %s; giving them up", names)
@@ -163,12 +136,6 @@ class LocalWork:
 
     async def warm_up(self) -> None:
         await self._runtime.warm_up()
-
-    def _started(self, task: ConnectorTaskId, done: asyncio.Task[None]) -> None:
-        if self._starting.get(task) is done:
-            del self._starting[task]
-        if not done.cancelled() and done.exception() is not None:
-            log.error("starting task %s failed", task, exc_info=done.exception())
 
     def _start_connector(self, name: str, snapshot: ConfigSnapshot) -> None:
         config = snapshot.connectors.get(name)
@@ -186,52 +153,13 @@ class LocalWork:
         self.connector_startups.successes += 1
         self._report(name, CONNECTOR_STATE[target])
 
-    async def _start_task(
-        self,
-        task: ConnectorTaskId,
-        snapshot: ConfigSnapshot,
-        *,
-        await_release: bool = False,
-        after: asyncio.Task[None] | None = None,
-    ) -> None:
-        """Starts only work this worker still owns: a restart or reconfiguration that
-        began before a revocation must not outlive it. A task handed over in the round
-        that revokes it (`await_release`) starts once its previous owner has released it;
-        not released in time, it starts all the same, and its claim fences the old owner's
-        query (`worker.runtime.task_claims`)."""
-        if after is not None:
-            try:
-                await asyncio.wait([after])
-            except asyncio.CancelledError:
-                after.cancel()
-                raise
-            if task in self._runtime.held():
-                await self._runtime.stop_task(task)
-        task_config = snapshot.task_config(task)
-        connector_config = snapshot.connectors.get(task.connector)
-        if task_config is None or connector_config is None or task not in self.owned.tasks:
-            return
-        self._started_configs[task] = task_config
-        if snapshot.target_state(task.connector) is TargetState.PAUSED:
-            self._report(task, TaskState.PAUSED)
-            return
-        if await_release and not await self._runtime.await_release(task):
-            log.warning("%s was not released in time by its previous owner; claiming it", task)
-        await self._launching.acquire()
-        try:
-            if task in self.owned.tasks:
-                generation = self._generation()
-                await self._runtime.start_task(task, connector_config, task_config, generation)
-        finally:
-            self._launching.release()
-
     # -- following the config topic --------------------------------------------------------
 
     async def follow_config(self, snapshot: ConfigSnapshot) -> None:
         """Bring what this worker runs in line with the config topic between rebalances:
         target states, changed task configs and restart requests."""
         self.follow_target_states(snapshot)
-        await self._restart_reconfigured_tasks(snapshot)
+        await self._tasks.follow(snapshot)
         for request in self._configs.take_restart_requests():
             await self._restart(request, snapshot)
 
@@ -239,7 +167,7 @@ class LocalWork:
         """Report each owned connector's new target state. Also called before the
         rebalance a stop or a resume needs (it changes which tasks exist): the herder
         knows the state from the config topic, and that round takes seconds."""
-        for name in sorted(self.owned.connectors):
+        for name in sorted(self._connectors):
             if self._connector_targets.get(name) != snapshot.target_state(name):
                 self.restarts.forget(name)
                 self._start_connector(name, snapshot)
@@ -247,74 +175,41 @@ class LocalWork:
     async def _restart(self, request: RestartRequest, snapshot: ConfigSnapshot) -> None:
         """Carry out the part of a restart request that concerns what this worker runs,
         a task from its checkpoint. A manual restart counts automatic ones from zero."""
-        if request.connector in self.owned.connectors:
+        if request.connector in self._connectors:
             status = self._statuses.connector(request.connector)
             if request.covers_connector(self._failed_here(status)):
                 self.restarts.forget(request.connector)
                 self._restart_connector(request.connector, snapshot)
-        for task in sorted(self.owned.tasks):
+        restarted = []
+        for task in sorted(self._tasks.owned()):
             held = self._runtime.task_status(task)
             if request.covers_task(task, held is not None and held.state is TaskState.FAILED):
                 self.restarts.forget(task)
-                await self._restart_task(task, snapshot)
+                restarted.append(task)
+        await self._tasks.restart(restarted)
 
     async def _restart_due(self) -> None:
         """The automatic restarts now due, of work this worker still owns. Runs in the
         group loop (`RestartTimer` queues it), as a restart request does."""
         snapshot = self._configs.snapshot()
         try:
-            for item in self.restarts.take_due():
-                if isinstance(item, ConnectorTaskId):
-                    await self._restart_task(item, snapshot)
-                else:
+            due = self.restarts.take_due()
+            for item in due:
+                if not isinstance(item, ConnectorTaskId):
                     self._restart_connector(item, snapshot)
+            tasks = [item for item in due if isinstance(item, ConnectorTaskId)]
+            await self._tasks.restart(tasks)
         finally:
             self._restart_timer.arm(self.restarts.next_due_in())
 
     def _restart_connector(self, name: str, snapshot: ConfigSnapshot) -> None:
-        if name in self.owned.connectors:
+        if name in self._connectors:
             self._report(name, TaskState.RESTARTING)
             self._start_connector(name, snapshot)
-
-    async def _restart_task(self, task: ConnectorTaskId, snapshot: ConfigSnapshot) -> None:
-        """A task still starting restarts once that start ends (`_launch`'s `after`): the
-        restart is not lost, and the group loop does not wait for a query's start."""
-        if task not in self.owned.tasks:
-            return
-        self._report(task, TaskState.RESTARTING)
-        if task in self._runtime.held():
-            await self._runtime.stop_task(task)
-        self._launch(task, snapshot, after=self._starting.get(task))
 
     async def close_restarts(self) -> None:
         """No more automatic restarts: the worker is stopping."""
         await self._restart_timer.close()
-
-    async def _restart_reconfigured_tasks(self, snapshot: ConfigSnapshot) -> None:
-        """Restart tasks whose task config or target state changed under them (a task
-        still starting: after that start). Every such task stops before any starts again:
-        a Kafka sink task whose partitions moved (`tasks.max` changed) takes them over only
-        once the tasks that read them have stopped, not behind its own start."""
-        restarted = []
-        for task in sorted(self.owned.tasks):
-            wanted = snapshot.task_config(task)
-            paused = snapshot.target_state(task.connector) is TargetState.PAUSED
-            held = task in self._runtime.held()
-            if wanted is None or task not in self.owned.tasks:
-                continue
-            if task in self._starting:
-                if paused or self._started_configs.get(task) != wanted:
-                    self._launch(task, snapshot, after=self._starting[task])
-            elif paused and held:
-                await self._runtime.stop_task(task)
-                self._report(task, TaskState.PAUSED)
-            elif not paused and (not held or self._started_configs.get(task) != wanted):
-                self.restarts.forget(task)
-                if held:
-                    await self._runtime.stop_task(task)
-                restarted.append(task)
-        for task in restarted:
-            self._launch(task, snapshot)
 
     def _failed_here(self, status: Status | None) -> bool:
         """Of a connector: whether this worker reported it FAILED (a task's state is its
@@ -341,11 +236,12 @@ class LocalWork:
 
     def on_task_state(self, task: ConnectorTaskId, status: TaskStatus) -> None:
         """The runtime's callback; must be called on the herder's event loop. The status is
-        published as the runtime gives it (the time a query started is the runtime's)."""
-        if task in self.owned.tasks:
+        published as the runtime gives it (the time a query started is the runtime's); a
+        failure is the machine's event (a start's failure: its start's end)."""
+        if task in self._tasks.owned():
             self._report(task, status.state, status.trace, status.started_at)
-            if status.state is TaskState.FAILED and is_fenced(status.trace):
-                self.claimed_elsewhere.set()
+            if status.state is TaskState.FAILED:
+                self._tasks.failed(task, fenced=is_fenced(status.trace))
 
     def _report(
         self,

@@ -6,6 +6,7 @@ pause that arrives during a start."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -56,7 +57,7 @@ def test_every_phase_but_gone_leaves_on_a_revocation_and_gone_is_final() -> None
 def test_a_restart_during_a_start_is_remembered_and_carried_out_when_it_ends() -> None:
     assert step(*RESTART_DURING_START) == (
         TaskPhase.RESTART_PENDING,
-        (TaskCommand.SHOW_RESTARTING,),
+        (TaskCommand.SHOW_RESTARTING, TaskCommand.ABORT_START),
     )
     for end in (TaskEvent.START_FINISHED, TaskEvent.START_FAILED):
         assert step(TaskPhase.RESTART_PENDING, end) == (TaskPhase.STOPPING, (TaskCommand.STOP,))
@@ -115,6 +116,8 @@ class Worker:
                 self.starting, self.launched_at = self.config, self.now
             case TaskCommand.AWAIT_RELEASE:
                 self.waiting = True
+            case TaskCommand.ABORT_START:
+                assert self.starting is not None, "an abort with no start under way"
             case TaskCommand.CANCEL_START:
                 if self.starting is not None:
                     self.held = self.starting  # the runtime holds what it was starting
@@ -216,3 +219,17 @@ def test_a_restart_and_then_a_pause_during_one_start_end_paused() -> None:
         worker.act(action)
     assert worker.phase is TaskPhase.PAUSED and worker.held is None
     assert worker.shown == ["show RESTARTING", "show PAUSED"]
+
+
+def test_the_architecture_page_shows_the_table_the_code_runs() -> None:
+    page = (Path(__file__).resolve().parents[3] / "docs" / "architecture.md").read_text()
+    section = page.split("### A task's lifecycle", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("| ").split(" | ") for line in section.splitlines() if line.startswith("| ")]
+    shown = {
+        (TaskPhase(phase), TaskEvent(event)): (
+            TaskPhase(after),
+            tuple(TaskCommand(c) for c in commands.split(", ") if c != "(none)"),
+        )
+        for phase, event, after, commands in rows[1:]
+    }
+    assert shown == TRANSITIONS
