@@ -10,6 +10,8 @@ UTC time.
 A script writes one only when asked (`--json PATH`, or `--json` alone for
 `tests/bench/results/<script>-<UTC date-time>.json`): results are committed with the docs
 that cite them, and `make test`'s quick benches must leave the tree as they found it.
+A committed file is public: a `KEY=VALUE` in the argv or settings whose key is a secret's
+(`*password`, `*sasl.jaas.config`) is written with its value hidden.
 Files transcribed from a page's prose have the same shape, with `"recorded"` saying so and
 null wherever the page gives nothing.
 """
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from worker.plugins.api import HIDDEN, sounds_secret
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPOSITORY = RESULTS.parent.parent.parent
@@ -98,6 +102,18 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def hidden(value: Any) -> Any:
+    """`value` with the value of every secret's `KEY=VALUE` (or mapping entry) hidden."""
+    if isinstance(value, str):
+        ends = [i for i, c in enumerate(value) if c == "=" and sounds_secret(value[:i])]
+        return value[: ends[0] + 1] + HIDDEN if ends else value
+    if isinstance(value, Mapping):
+        return {k: HIDDEN if sounds_secret(str(k)) else hidden(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [hidden(item) for item in value]
+    return value
+
+
 def result_document(
     script: str,
     argv: Sequence[str],
@@ -110,9 +126,9 @@ def result_document(
 ) -> dict[str, Any]:
     return {
         "script": script,
-        "argv": list(argv),
+        "argv": hidden(list(argv)),
         "recorded": MEASURED,
-        "settings": dict(settings),
+        "settings": hidden(settings),
         "figures": dict(figures),
         "commit": machine.commit,
         "dirty": machine.dirty,

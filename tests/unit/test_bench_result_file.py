@@ -42,6 +42,24 @@ def test_a_document_holds_every_key_a_result_file_needs() -> None:
     assert document["utc"] == "2026-11-27T21:05:09Z"
 
 
+def test_a_secret_on_the_command_line_is_not_written() -> None:
+    jaas = 'consumer.sasl.jaas.config=PlainLoginModule required password="s3cret";'
+    document = result_document(
+        "kafka_to_files_throughput",
+        ["--worker-set", jaas, "--worker-set=ssl.key.password=s3cret", "--repeat", "3"],
+        {"worker_set": [jaas, "avro.jvm.connector=none"], "env": {"db.password": "s3cret"}},
+        {},
+        MACHINE,
+        [],
+        [],
+        UTC,
+    )
+    assert "s3cret" not in json.dumps(document)
+    assert document["argv"][1] == "consumer.sasl.jaas.config=[hidden]"
+    assert document["argv"][2:] == ["--worker-set=ssl.key.password=[hidden]", "--repeat", "3"]
+    assert document["settings"]["worker_set"][1] == "avro.jvm.connector=none"
+
+
 def test_problems_name_each_missing_key() -> None:
     assert problems([]) == ["not a JSON object"]
     document = result_document("s", [], {}, {}, MACHINE, [], [], UTC)
