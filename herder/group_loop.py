@@ -278,7 +278,7 @@ class GroupLoop:
 
     async def _decide(self, decision: do.Decision) -> None:
         for command in decision.now:
-            await self._execute(command)
+            await self._now(command)
         if decision.step is not None:
             self._step = asyncio.create_task(self._run_step(decision.step), name="group-step")
 
@@ -294,6 +294,25 @@ class GroupLoop:
             return
         self._events.put_nowait(outcome or StepDone(self.owned, self._joining.work_changed()))
 
+    async def _now(self, command: do.Command) -> None:
+        """The commands the machine gives only to run at once, in the loop's own coroutine:
+        the loop's fields are written here (and in `run`), never in a step."""
+        match command:
+            case do.Report(report):
+                self._report = report
+            case do.StartHeartbeat():
+                self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
+            case do.ServeRequests():
+                self._lane = asyncio.create_task(self._serve_requests(), name="request-lane")
+            case do.Departing():
+                self.hand_offs += 1
+            case do.HandOffDone():
+                self._handed_off.set()
+            case do.StopAllWork(do.StopWhy.FENCED):
+                await self._fence()
+            case _:
+                await self._execute(command)
+
     async def _execute(self, command: do.Command) -> Event | None:
         match command:
             case do.Prepare(warm_up, probe_static):
@@ -304,8 +323,6 @@ class GroupLoop:
                 self._member.join_as_dynamic()
             case do.Leave():
                 await self._member.leave()
-            case do.StartHeartbeat():
-                self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
             case do.StopHeartbeat():
                 await cancel_and_wait(self._heartbeat_task)
             case do.Announce(generation, assignment):
@@ -314,8 +331,8 @@ class GroupLoop:
                 await self._work.stop(allocation)
             case do.StartWork(allocation, await_release):
                 self._work.start(allocation, await_release)
-            case do.StopAllWork(why):
-                await self._stop_all(why)
+            case do.StopAllWork():
+                await self._work.stop_all()
             case do.MarkUnplaced():
                 self._joining.mark_unplaced()
             case do.WakeAt(at_ms):
@@ -335,8 +352,6 @@ class GroupLoop:
                 await self.configs.request_rebalance(generation_number, reason)
             case do.RunRestarts():
                 await self._restarts.run_pending()
-            case do.ServeRequests():
-                self._lane = asyncio.create_task(self._serve_requests(), name="request-lane")
             case do.Pause(seconds):
                 await asyncio.sleep(seconds)
             case do.Running():
@@ -345,14 +360,8 @@ class GroupLoop:
                 self._start_up.log_turning_ready(was)
             case do.TurnedUnhealthy():
                 log.warning("no answer from the group coordinator in time: not ready any more")
-            case do.HandOffDone():
-                self._handed_off.set()
-            case do.Departing():
-                self.hand_offs += 1
             case do.AssignmentCarriedOut():
                 self.rebalances.end(self._clock())
-            case do.Report(report):
-                self._report = report
             case do.Note(level, text):
                 log.log(LOG_LEVELS[level], "%s", text)
         return None
@@ -377,10 +386,7 @@ class GroupLoop:
             return CoordinatorLost(str(exc))
         return Joined(generation, self.owned, self._now_ms())
 
-    async def _stop_all(self, why: do.StopWhy) -> None:
-        if why is not do.StopWhy.FENCED:
-            await self._work.stop_all()
-            return
+    async def _fence(self) -> None:
         if self.owned.is_empty():
             return
         log.warning("fencing myself: stopping %d tasks", len(self.owned.tasks))
