@@ -94,12 +94,14 @@ def bound_to_loopback_when_local(conf: Mapping[str, str]) -> dict[str, str]:
 
 
 def in_temp_space(conf: Mapping[str, str], space: Path) -> dict[str, str]:
-    """`conf`, with Spark's local directories (`blockmgr-*`, `spark-*`) and the JVM's
-    temp files in `space`: a `spark.local.dir` or `java.io.tmpdir` given wins."""
+    """`conf`, with the JVM's temp files in `space`, and so Spark's local directories
+    (`blockmgr-*`, `spark-*`), whose default is `java.io.tmpdir`. Setting
+    `spark.local.dir` itself would do the same with a warning at every start (a cluster
+    manager may override it); a `spark.local.dir` or `java.io.tmpdir` given wins."""
     options = conf.get("spark.driver.extraJavaOptions", "")
-    if "-Djava.io.tmpdir=" not in options:
-        options = f"{options} -Djava.io.tmpdir={space}".strip()
-    return {"spark.local.dir": str(space), **conf, "spark.driver.extraJavaOptions": options}
+    if "-Djava.io.tmpdir=" in options:
+        return dict(conf)
+    return {**conf, "spark.driver.extraJavaOptions": f"{options} -Djava.io.tmpdir={space}".strip()}
 
 
 def _start_jvm_apart(conf: Mapping[str, str], kept_fds: tuple[int, ...] = ()) -> SparkContext:
