@@ -4,7 +4,8 @@ What happens to a task this worker owns (it is assigned, handed over, paused, re
 restarted, reconfigured, revoked; its start ends; its query dies or is fenced; its stop
 ends) arrives as a `TaskEvent`, and `TRANSITIONS` gives the next `TaskPhase` and what to
 do, as `TaskCommand`s in the order they are carried out. `herder.task_work.TaskWork`
-carries them out on the runtime (a Spark query).
+carries them out on the runtime (a Spark query), the simulator in tests/simulation on its
+ledger: both run this table.
 
 A start takes seconds under load, and anything may arrive during it; such an event is
 never dropped: it moves the task to a phase that remembers it (`RESTART_PENDING`,

@@ -5,7 +5,8 @@ The decisions are the herder's own code: the member lifecycle is `herder.lifecyc
 worker plans with `herder.leader.LeaderPlanner` (version negotiation, assignor, codec).
 This module feeds the lifecycle its events (a join's answer, a heartbeat's, a config
 record read, time passing, a departure) and carries its commands out in virtual time:
-it starts and stops items only through the ledger. The member protocol below the
+it starts and stops items only through the ledger, each task through the worker's own
+task machine (`tests.simulation.task_phases`). The member protocol below the
 lifecycle (a JoinGroup resent when its SyncGroup fails, as `GroupMember.join` retries)
 is the simulator's own. A task handed over in the round that revokes it (v3,
 `awaiting_release`) is owned at once but started only when its previous owner has
@@ -49,6 +50,7 @@ from tests.simulation.coordinator import (
 )
 from tests.simulation.events import EventLoop, Scheduled
 from tests.simulation.ledger import RunLedger
+from tests.simulation.task_phases import SimTasks
 
 
 class Rebalancing(Enum):
@@ -108,6 +110,7 @@ class SimWorker:
         self.running: set[Item] = set()
         self.awaiting: set[Item] = set()
         """Owned, not started: handed over in the round that revokes them elsewhere."""
+        self.tasks = SimTasks(name, env.ledger, self.running, self.awaiting)
         self.config_offset = 0
         self._configured_at_join: dict[str, int] = {}
         self._lifecycle, self._report = self._new_lifecycle()
@@ -329,17 +332,11 @@ class SimWorker:
         return _allocation(self.running | self.awaiting)
 
     def _start(self, item: Item, *, awaiting: bool) -> None:
-        if awaiting:
-            self.awaiting.add(item)
-            self._env.ledger.when_released(item, self.name, self._start_released)
-        else:
+        if isinstance(item, str):
             self.running.add(item)
             self._env.ledger.start(item, self.name)
-
-    def _start_released(self, item: Item) -> None:
-        self.awaiting.discard(item)
-        self.running.add(item)
-        self._env.ledger.start(item, self.name)
+        else:
+            self.tasks.assign(item, awaiting=awaiting)
 
     def _schedule_heartbeat(self) -> None:
         loop = self._env.loop
@@ -375,12 +372,11 @@ class SimWorker:
             self._stop(item, cause)
 
     def _stop(self, item: Item, cause: str) -> None:
-        if item in self.awaiting:
-            self.awaiting.discard(item)
-            self._env.ledger.forget_waiter(item, self.name)
-            return
-        self.running.discard(item)
-        self._env.ledger.stop(item, self.name, cause)
+        if isinstance(item, str):
+            self.running.discard(item)
+            self._env.ledger.stop(item, self.name, cause)
+        else:
+            self.tasks.revoke(item, cause)
 
 
 class _ProcessRun:
