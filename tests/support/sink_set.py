@@ -138,13 +138,13 @@ class SinkSet:
         except Exception:  # the table is made with the first batch
             return []
 
-    def wait_keys(self, numbers: Iterable[int], what: str) -> None:
+    def wait_keys(self, numbers: Iterable[int], what: str, timeout_s: float = TIMEOUT_S) -> None:
         """Until every sink holds at least the keys of `numbers` (then check `once`)."""
         wanted = {f"key-{n}" for n in numbers}
         for sink in self.sinks:
             wait_until(
                 lambda sink=sink: self.keys(sink),  # type: ignore[misc]
-                TIMEOUT_S,
+                timeout_s,
                 what=f"{self.name(sink)}: {what}",
                 until=lambda found: wanted <= set(found),
             )
