@@ -16,7 +16,13 @@ from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import generator_config, worker_pair
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
-from tests.support.processes import WorkerProcess, free_port, ready_worker, running_broker
+from tests.support.processes import (
+    WARM_UP_ON,
+    WorkerProcess,
+    free_port,
+    ready_worker,
+    running_broker,
+)
 from tests.support.rest_client import Api
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
@@ -338,13 +344,14 @@ def test_health_is_503_until_joined_and_an_early_create_waits_for_the_join(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     """A user who starts a worker and POSTs at once gets 201, as from Kafka Connect, whose
-    herder queues requests until it has joined; not a 409 for an unknown leader."""
+    herder queues requests until it has joined; not a 409 for an unknown leader. With the
+    warm-up on, as deployed: it holds the join back long enough to see the 503."""
     process = WorkerProcess(
         "health",
         broker.bootstrap_servers,
         tmp_path / "checkpoints",
         tmp_path,
-        [f"group.id=health-{free_port()}"],
+        [f"group.id=health-{free_port()}", WARM_UP_ON],
     ).start()
     try:
         first = wait_until(

@@ -35,14 +35,15 @@ from tests.support.bounce import (
     wait_for_batches_after,
 )
 from tests.support.cluster import Cluster
+from tests.support.processes import WARM_UP_ON
 
 pytestmark = pytest.mark.integration
 
 WORKERS = 2
 TASKS = 3
 GRACE_S = 60.0
-SETTINGS: tuple[str, ...] = ("connect.protocol=compatible",)
-"""Warm-up and hand-off are the defaults."""
+SETTINGS: tuple[str, ...] = ("connect.protocol=compatible", WARM_UP_ON)
+"""Warm-up and hand-off as a deployment has them (the product's defaults)."""
 LONGEST_GAP_SHARE_OF_RESTART = {"kafka": 0.5, "tansu": 1.0}
 
 

@@ -19,7 +19,7 @@ import pytest
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
-from tests.support.processes import WorkerProcess, free_port
+from tests.support.processes import WARM_UP_ON, WorkerProcess, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ def test_sigterm_to_the_whole_process_group_stops_the_tasks_in_order(
         broker.bootstrap_servers,
         tmp_path / "ck",
         logs_dir,
-        [f"group.id=shutdown-{free_port()}", "log.format=json"],
+        [f"group.id=shutdown-{free_port()}", "log.format=json", WARM_UP_ON],
     )
     try:
         start_running(worker, tmp_path / "out")

@@ -131,6 +131,14 @@ class ServiceProcess:
         return (self.log_dir / f"{self.name}.log").read_text(errors="replace")
 
 
+WARM_UP_OFF = "worker.warmup.enabled=false"
+"""Every test worker's default: a warm-up starts Spark before the worker joins, which a
+test that runs no task, or its first one later, pays for in full. The tests about it
+(test_shutdown, test_rolling_bounce, test_rest_api's 503 before the join) turn it back on
+with `WARM_UP_ON` in their `extra`, which comes later on the command line and so wins."""
+WARM_UP_ON = "worker.warmup.enabled=true"
+
+
 @dataclass
 class WorkerProcess(ServiceProcess):
     """A `sparkherd worker` child process with its own REST port and log file."""
@@ -174,6 +182,7 @@ class WorkerProcess(ServiceProcess):
             "spark.driver.memory=1g",
             "spark.master=local[2]",
             "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            WARM_UP_OFF,
             *self.extra,
             *([] if self.tls_ca is None else [f"listeners={self.url}"]),
         ]
