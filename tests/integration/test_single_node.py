@@ -145,23 +145,14 @@ def test_generator_runs_and_delete_stops_it(worker: WorkerProcess, tmp_path: Pat
     for task_dir in (output / "task-0", output / "task-1"):
         wait_until(partial(parquet_files, task_dir), 60, what=f"{task_dir.name} files")
 
+    log_before = len(worker.log_text())
     assert httpx.delete(f"{url}/connectors/gen", timeout=30).status_code == 204
     assert httpx.get(f"{url}/connectors/gen", timeout=5).status_code == 404
-    wait_until(lambda: not _still_writing(output), 60, what="writes to stop")
+    worker.wait_tasks_stopped(["gen-0", "gen-1"], log_before, 60)
     settled = {task: len(parquet_files(output / f"task-{task}")) for task in (0, 1)}
-    # Part of the scenario, not a wait: time passes to show that nothing more is written.
-    time.sleep(4)
-    assert {task: len(parquet_files(output / f"task-{task}")) for task in (0, 1)} == settled
     for task in (0, 1):
         assert_exactly_once(read_seqs(output / f"task-{task}"))
-
-
-def _still_writing(output: Path, window_s: float = 3.0) -> bool:
-    """Whether a file appeared within `window_s`. A deleted connector leaves nothing to
-    ask whether its queries have stopped, so here the window is the condition itself."""
-    before = {t: len(parquet_files(output / f"task-{t}")) for t in (0, 1)}
-    time.sleep(window_s)
-    return before != {t: len(parquet_files(output / f"task-{t}")) for t in (0, 1)}
+    assert {task: len(parquet_files(output / f"task-{task}")) for task in (0, 1)} == settled
 
 
 def test_killed_worker_resumes_from_checkpoints(

@@ -200,6 +200,18 @@ class WorkerProcess(ServiceProcess):
         self._spawn(self.command(), env)
         return self
 
+    def wait_tasks_stopped(self, tasks: Sequence[str], since: int, timeout_s: float) -> None:
+        """Wait until the log after offset `since` says each of `tasks` ("gen-0") stopped,
+        and fail if a query outlived its stop. A query that stopped writes nothing more,
+        so "nothing more is written" needs no quiet window after this."""
+        stops = wait_until(
+            lambda: self.log_text()[since:],
+            timeout_s,
+            what=f"{self.name} to log {', '.join(tasks)} stopped",
+            until=lambda log: all(f"Task {task} stopped" in log for task in tasks),
+        )
+        assert "did not stop within" not in stops, f"a query of {self.name} outlived its stop"
+
     def kill(self) -> None:
         """Kill the worker, then remove the temp space it leaves (Spark's local
         directories, 64 MB and more) once its JVM, which holds it too, is gone. The

@@ -76,6 +76,18 @@ def restarted_since(runtime: RecordingRuntime, starts: int) -> bool:
     return runtime.starts.count(TASK) > starts
 
 
+def restart_scheduled(herder: DistributedHerder) -> bool:
+    """Whether an automatic restart is scheduled, due or overdue: "nothing restarts any
+    more" read where the herder decides it, rather than waited out with a sleep that a
+    loaded machine stretches past the back-off."""
+    return herder._work.restarts.next_due_in() is not None
+
+
+def nothing_scheduled_after(herder: DistributedHerder, begun: int) -> Callable[[], bool]:
+    """No restart scheduled and `begun` taken in all: none waits, none is in flight."""
+    return lambda: not restart_scheduled(herder) and herder.metrics().auto_restarts == begun
+
+
 def task_trace_has(herder: DistributedHerder, text: str) -> Callable[[], bool]:
     def has() -> bool:
         status = herder.admin.task_status(TASK)
@@ -113,8 +125,7 @@ async def test_after_the_last_attempt_the_task_stays_failed_until_a_manual_resta
         exhausted = "Automatic restart 3 of 3 failed; the task stays FAILED until it is restarted"
         await until(task_trace_has(herder, exhausted), "the last attempt to fail")
         assert "POST /connectors/flaky/tasks/0/restart" in trace_of(herder.admin.task_status(TASK))
-        # Part of the scenario, not a wait: time passes to show nothing restarts any more.
-        await asyncio.sleep(0.3)
+        await until(nothing_scheduled_after(herder, 3), "no restart after the last attempt")
         assert runtime.starts.count(TASK) == 1 + 3
 
         await herder.admin.restart(RestartRequest("flaky", task=0))
@@ -153,8 +164,7 @@ async def test_a_fenced_task_is_left_to_the_worker_that_claimed_it(tmp_path: Pat
             task_trace_has(herder, "Not restarted automatically: another worker has claimed"),
             "the fenced failure",
         )
-        # Part of the scenario, not a wait: longer than every back-off, and nothing restarts.
-        await asyncio.sleep(0.3)
+        await until(nothing_scheduled_after(herder, 0), "no restart of a fenced task")
         assert runtime.starts.count(TASK) == 1
 
 
@@ -163,8 +173,7 @@ async def test_a_connectors_own_keys_override_the_workers(tmp_path: Path) -> Non
         runtime.failing[TASK] = CAUSE
         await herder.admin.create_connector("flaky", {**CONFIG, "auto.restart.enabled": "false"})
         await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.FAILED, "FAILED")
-        # Part of the scenario, not a wait: longer than every back-off, and nothing restarts.
-        await asyncio.sleep(0.3)
+        await until(nothing_scheduled_after(herder, 0), "no restart of a task that opted out")
         assert runtime.starts.count(TASK) == 1 and trace_of(herder.admin.task_status(TASK)) == CAUSE
 
     async with flaky_herder(tmp_path, RestartPolicy(enabled=False)) as (herder, runtime):
@@ -187,8 +196,11 @@ async def test_a_due_restart_waits_for_the_rebalance_in_progress(tmp_path: Path)
         generation = coordinator.generation
         coordinator.joinable.clear()
         coordinator.heartbeats.append(HeartbeatOutcome.REJOIN)
-        # Part of the scenario, not a wait: the restart comes due while the loop rejoins.
-        await asyncio.sleep(0.5)
+        # The restart comes due while the loop rejoins, and waits for it.
+        await until(
+            lambda: herder._work.restarts.next_due_in() == 0.0 or runtime.starts.count(TASK) > 1,
+            "the restart to come due during the rejoin",
+        )
         assert runtime.starts.count(TASK) == 1, "restarted beside the group loop"
         coordinator.joinable.set()
         await until(lambda: runtime.starts.count(TASK) == 2, "the restart after the rejoin")
@@ -208,8 +220,7 @@ async def test_work_paused_or_deleted_before_its_restart_is_not_restarted(
         await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.FAILED, "FAILED")
         await herder.admin.set_target_state("flaky", TargetState.PAUSED)
         await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.PAUSED, "PAUSED")
-        # Part of the scenario, not a wait: past the restart's time, and nothing restarts.
-        await asyncio.sleep(0.5)
+        await until(nothing_scheduled_after(herder, 0), "no restart of a paused task")
         assert runtime.starts.count(TASK) == 1
 
         await herder.admin.set_target_state("flaky", TargetState.STARTED)
@@ -217,8 +228,7 @@ async def test_work_paused_or_deleted_before_its_restart_is_not_restarted(
         await until(lambda: state_of(herder.admin.task_status(TASK)) is TaskState.FAILED, "FAILED")
         await herder.admin.delete_connector("flaky")
         await until(lambda: herder.owned.is_empty(), "deleted work given up")
-        # Part of the scenario, not a wait: past the restart's time, and nothing restarts.
-        await asyncio.sleep(0.5)
+        await until(nothing_scheduled_after(herder, 0), "no restart of deleted work")
         assert runtime.starts.count(TASK) == 2 and not runtime.running
 
 
