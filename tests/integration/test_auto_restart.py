@@ -17,7 +17,9 @@ from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+"""The back-offs it sets are lower bounds of when a restart comes; it asserts the traces
+and that the task runs again, never how soon."""
 
 TIMEOUT_S = 120
 BACK_OFF = {

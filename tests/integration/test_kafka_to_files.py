@@ -18,7 +18,8 @@ from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+"""Both tests assert what lands, never how fast: a neighbour's load slows them, no more."""
 
 RECORDS = 10_000
 PARTITIONS = 4
@@ -87,7 +88,6 @@ def csv_rows(task_dir: Path) -> list[dict[str, str]]:
     return [row for path in committed_files(task_dir) for row in csv.DictReader(path.open())]
 
 
-@pytest.mark.parallel
 def test_transform_sql_shapes_each_batch_written_as_csv(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:

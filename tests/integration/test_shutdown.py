@@ -21,7 +21,9 @@ from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
 from tests.support.processes import WARM_UP_ON, WorkerProcess, free_port
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+"""It asserts the order of a stop and that it ends within bounds no load approaches (90 s
+for a worker alone with two tasks), never how fast."""
 
 STOPPED_CONTEXT = "Cannot call methods on a stopped SparkContext"
 SPARK_GONE = "Spark JVM already gone"
