@@ -65,6 +65,7 @@ from herder.member_states import (
     CHORE_STATES,
     IN_GROUP,
     JOINING_STATES,
+    LIVE,
     Chore,
     LifecycleSettings,
     MemberReport,
@@ -233,7 +234,6 @@ def _meanwhile(
 
 
 _OUTSIDE = (S.STARTING, S.BACKING_OFF)
-_LIVE = (S.STARTING, *JOINING_STATES, *IN_GROUP, S.BACKING_OFF)
 _HEARD = (*JOINING_STATES, *IN_GROUP)
 
 TRANSITIONS: dict[tuple[MemberState, type[Event]], tuple[Row, ...]] = {
@@ -291,12 +291,12 @@ TRANSITIONS: dict[tuple[MemberState, type[Event]], tuple[Row, ...]] = {
     ),
     **_meanwhile(_HEARD, ClaimedElsewhere, act.want_a_rejoin),
     **_meanwhile((*CHORE_STATES, S.IDLE), Tick, act.keep_time),
-    **_meanwhile(_LIVE, ConfigChanged, act.remember),
-    **_meanwhile(_LIVE, RestartsDue, act.remember),
-    **_meanwhile(_LIVE, RequestsArrived, act.remember),
-    **_meanwhile(_LIVE, RequestsServed, act.free_the_lane),
-    **_meanwhile(_LIVE, LeaveRequested, act.announce_departure),
-    **_each(_LIVE, StopRequested, lambda _: Row(S.STOPPED, act.stop)),
+    **_meanwhile(LIVE, ConfigChanged, act.remember),
+    **_meanwhile(LIVE, RestartsDue, act.remember),
+    **_meanwhile(LIVE, RequestsArrived, act.remember),
+    **_meanwhile(LIVE, RequestsServed, act.free_the_lane),
+    **_meanwhile(LIVE, LeaveRequested, act.announce_departure),
+    **_each(LIVE, StopRequested, lambda _: Row(S.STOPPED, act.stop)),
 }
 """Every event each state reacts to: the rows, the first whose guard holds applies."""
 
