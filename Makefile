@@ -89,7 +89,8 @@ integration: setup chromium jvm-tools postgresql
 # versus_jdbc_sink.py starts a PostgreSQL beside Kafka; the versus benches' jars come through mvn.
 # Each script runs as a module of the tests package, which is how it imports tests.support.
 bench: setup jvm-tools postgresql
-	for script in tests/bench/*.py; do $(BIN)/python -m tests.bench.$$(basename $$script .py) || exit 1; done
+	for script in $$(grep -l '^if __name__ == "__main__":' tests/bench/*.py); do \
+		$(BIN)/python -m tests.bench.$$(basename $$script .py) || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(DATA_DIR) site .pytest_cache .mypy_cache .ruff_cache $(REPORTS)
