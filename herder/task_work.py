@@ -91,10 +91,6 @@ class TaskWork:
     def owned(self) -> frozenset[ConnectorTaskId]:
         return frozenset(self._tasks)
 
-    def phase(self, task: ConnectorTaskId) -> TaskPhase | None:
-        record = self._tasks.get(task)
-        return record.phase if record is not None else None
-
     # -- what happened ---------------------------------------------------------------------
 
     def assign(

@@ -20,7 +20,6 @@ from herder.restart_timer import RestartTimer, Submit
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.status_store import Status, StatusStore
 from herder.status_writer import StatusWriter
-from herder.task_machine import TaskPhase
 from herder.task_work import TaskWork
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from worker.runtime.task_state import StartupCounts, TaskState, TaskStatus
@@ -88,9 +87,6 @@ class LocalWork:
     @property
     def owned(self) -> Allocation:
         return Allocation.of(self._connectors, self._tasks.owned())
-
-    def task_phase(self, task: ConnectorTaskId) -> TaskPhase | None:
-        return self._tasks.phase(task)
 
     # -- starting and stopping -------------------------------------------------------------
 
