@@ -190,7 +190,16 @@ class SparkSessionProvider:
         JVM and its Python workers inherit."""
         if self._data_dir is None:
             return conf
-        self._temp_space = claim_temp_space(self._data_dir)
+        try:
+            self._temp_space = claim_temp_space(self._data_dir)
+        except OSError as exc:
+            log.warning(
+                "data.dir %s cannot hold Spark's temp space (%s): it stays where the JVM "
+                "puts it, and a killed worker's is left behind there",
+                self._data_dir,
+                exc,
+            )
+            return conf
         os.environ["TMPDIR"] = str(self._temp_space.path)
         tempfile.tempdir = str(self._temp_space.path)
         return in_temp_space(conf, self._temp_space.path)

@@ -7,7 +7,9 @@ import fcntl
 import os
 from pathlib import Path
 
-from worker.runtime.spark_session import in_temp_space
+import pytest
+
+from worker.runtime.spark_session import SparkSessionProvider, in_temp_space
 from worker.runtime.temp_space import (
     LOCK_SUFFIX,
     TEMP_DIR,
@@ -72,3 +74,16 @@ def test_spark_and_the_jvm_write_their_temp_in_the_space_unless_told_otherwise()
 
     given = {"spark.driver.extraJavaOptions": "-Djava.io.tmpdir=/t"}
     assert in_temp_space(given, space) == given
+
+
+def test_a_data_dir_that_cannot_hold_the_space_leaves_spark_where_it_was(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pod whose working directory is not writable (the image's user 1000 in a
+    root-owned /opt/sparkherd) still starts Spark, and says why its temp is elsewhere."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    provider = SparkSessionProvider({}, "test", data_dir=blocked / "data")
+    conf = {"spark.master": "local[1]"}
+    assert provider._in_temp_space(conf) == conf
+    assert "cannot hold Spark's temp space" in caplog.text
