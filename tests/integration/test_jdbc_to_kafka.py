@@ -205,11 +205,15 @@ def test_a_planned_batch_reads_the_same_rows_when_it_runs_again(
 
 
 def test_tables_split_over_tasks_are_published_once_across_a_restart(
-    worker: WorkerProcess, postgres: PostgresServer, broker: EmbeddedBroker
+    worker: WorkerProcess, postgres: PostgresServer, tansu_broker: EmbeddedBroker
 ) -> None:
     """Two tables over two tasks, by timestamp and id, in batches of at most 10 rows;
     a restart of the tasks between two inserts: every row once, its value the row as
-    plain JSON, no key (Confluent's default). `Odd--Name` is read only if quoted."""
+    plain JSON, no key (Confluent's default). `Odd--Name` is read only if quoted.
+    Published to the default broker (Tansu, no transactions: with
+    exactly.once.support=requested, the default, the duplicate check alone keeps each
+    row once); the other tests here publish to Apache Kafka, with transactions required."""
+    broker = tansu_broker
     api, prefix = Api(worker.url, TIMEOUT_S), f"split-{free_port()}-"
     for table in ("orders", ODD_TABLE):
         create_table(postgres, table)
@@ -223,6 +227,7 @@ def test_tables_split_over_tasks_are_published_once_across_a_restart(
         timestamp_column_name="changed",
         batch_max_rows="10",
         table_whitelist=f"orders, {ODD_TABLE}",
+        exactly_once_support="requested",
     )
     api.call("PUT", "/connectors/split/config", 201, json={**config, "tasks.max": "3"})
     api.wait_states("split", "RUNNING", ["RUNNING", "RUNNING"])
