@@ -52,8 +52,9 @@ InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
 
 class ConnectorOffsetBody(BaseModel):
     partition: dict[str, Any] = Field(
-        description='a Spark task\'s: {"task": n, "source": i} (source defaults to 0); in a '
-        'sink\'s initial_offsets, a Kafka partition: {"kafka_topic", "kafka_partition"}'
+        description='a Kafka sink\'s, as Connect names it: {"kafka_topic", "kafka_partition"}; '
+        'a source task\'s: {"task": n, "source": i} (source defaults to 0), which a sink\'s '
+        "PATCH takes too"
     )
     offset: Any = Field(
         description="the source's end offset to resume after (a sink's initial one: "

@@ -18,6 +18,8 @@ from herder.errors import InvalidOffsets
 from rest.herder_api import AdminDep
 from rest.models import ConnectorName, ConnectorOffsetBody, ErrorBody
 from rest.worker_seam import (
+    KAFKA_PARTITION,
+    KAFKA_TOPIC,
     OffsetsError,
     check_offset,
     sink_alterations,
@@ -73,7 +75,7 @@ def offsets_router() -> APIRouter:
         """Only while the connector is STOPPED; the tasks resume after these offsets."""
         if not body.offsets:
             raise InvalidOffsets("Partitions to modify cannot be empty")
-        if admin.connector(name).type == "sink":
+        if admin.connector(name).type == "sink" and not _by_task_and_source(body):
             entries = [(entry.partition, entry.offset) for entry in body.offsets]
             committed = await admin.connector_offsets(name)
             try:
@@ -93,6 +95,17 @@ def offsets_router() -> APIRouter:
         return MessageBody(message=RESET)
 
     return router
+
+
+def _by_task_and_source(body: ConnectorOffsetsBody) -> bool:
+    """Whether every entry names a task (and source), the shape a sink's offsets took
+    before they took Connect's; kept so a caller written for it goes on working."""
+    return all(
+        isinstance(entry.partition, dict)
+        and "task" in entry.partition
+        and not {KAFKA_TOPIC, KAFKA_PARTITION} & entry.partition.keys()
+        for entry in body.offsets
+    )
 
 
 def _by_task(body: ConnectorOffsetsBody) -> dict[int, dict[int, Any]]:

@@ -29,6 +29,8 @@ from worker.records.nesting import json_nesting_problem
 from worker.records.transforms.catalog import Setting, chain_definitions
 from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_offsets import (
+    KAFKA_PARTITION,
+    KAFKA_TOPIC,
     OffsetsError,
     check_offset,
     sink_alterations,
@@ -43,6 +45,8 @@ __all__ = [
     "CONNECTOR_CLASS",
     "CONNECTOR_VERSION",
     "HIDDEN",
+    "KAFKA_PARTITION",
+    "KAFKA_TOPIC",
     "LATEST",
     "BatchErrors",
     "ConfigProblem",

@@ -35,7 +35,7 @@ _Result = TypeVar("_Result")
 
 class FakePlugins(CountingPlugins):
     """Any config with a `connector.class` passes; each task config is the connector's
-    with its `task.id`."""
+    with its `task.id`; a config with `topics` is a sink's."""
 
     def validate(self, config: Mapping[str, str]) -> None:
         if "connector.class" not in config:
@@ -43,6 +43,10 @@ class FakePlugins(CountingPlugins):
 
     def task_configs(self, config: Mapping[str, str]) -> list[dict[str, str]]:
         return [{**config, "task.id": str(i)} for i in range(int(config.get("tasks.max", "1")))]
+
+    def connector_type(self, config: Mapping[str, str]) -> str:
+        """A sink when it names the topics it reads, as Connect's sinks do."""
+        return "sink" if "topics" in config else "source"
 
 
 def _run(step: Coroutine[Any, Any, object]) -> None:

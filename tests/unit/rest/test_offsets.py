@@ -192,3 +192,41 @@ def test_the_largest_position_is_accepted(client: TestClient, herder: FakeHerder
     answer = client.patch("/connectors/gen/offsets", json=body)
     assert answer.status_code == 200
     assert herder.altered == [("gen", {0: {0: {"orders": {"0": 2**63 - 1}}}})]
+
+
+SINK = {"topics": "orders"}
+SINK_COMMITTED = [
+    SourceOffset(task=0, source=0, offset={"orders": {"0": 12, "1": 30}}),
+    SourceOffset(task=1, source=0, offset={"orders": {"2": 7}}),
+]
+
+
+def test_a_sinks_offsets_are_read_and_altered_by_kafka_partition(
+    client: TestClient, herder: FakeHerder
+) -> None:
+    herder.add("sink", tasks=2, target=TargetState.STOPPED, extra=SINK)
+    herder.offsets["sink"] = SINK_COMMITTED
+    shown = client.get("/connectors/sink/offsets").json()
+    assert shown["offsets"][0] == {
+        "partition": {"kafka_topic": "orders", "kafka_partition": 0},
+        "offset": {"kafka_offset": 12},
+    }
+    answer = client.patch(
+        "/connectors/sink/offsets",
+        json=offsets(({"kafka_topic": "orders", "kafka_partition": 2}, {"kafka_offset": 3})),
+    )
+    assert answer.status_code == 200
+    assert herder.altered == [("sink", {1: {0: {"orders": {"2": 3}}}})]
+
+
+def test_a_sinks_offsets_are_still_altered_by_task_as_before_they_took_connects_shape(
+    client: TestClient, herder: FakeHerder
+) -> None:
+    herder.add("sink", tasks=2, target=TargetState.STOPPED, extra=SINK)
+    herder.offsets["sink"] = SINK_COMMITTED
+    answer = client.patch(
+        "/connectors/sink/offsets",
+        json=offsets(({"task": 0, "source": 0}, {"orders": {"0": 20, "1": 30}})),
+    )
+    assert answer.status_code == 200
+    assert herder.altered == [("sink", {0: {0: {"orders": {"0": 20, "1": 30}}}})]
