@@ -11,12 +11,17 @@ was thawed. So the query hands each batch to `foreachBatch` here, which checks t
 and then has the sink commit it: such a JVM now waits on the frozen Python at its next
 batch, and when it resumes, the overtaken claim stops the batch before anything is
 committed.
+
+A stop interrupts the batch in flight, and Spark must see that the error the batch then
+raises is its own stop (`BatchInterrupted`), not a failure of the task.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from py4j.protocol import Py4JJavaError
 
 from worker.plugins.api import TaskContext
 from worker.runtime.task_claims import Claim
@@ -38,6 +43,35 @@ class ClaimOvertaken(RuntimeError):
     """Another start of the task claimed it after this one: this one must not commit."""
 
 
+INTERRUPTIONS = (
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+)
+"""The JVM exceptions by which Spark knows a batch was interrupted by the query's stop."""
+
+
+class BatchInterrupted(RuntimeError):
+    """A batch's Spark call that the query's stop interrupted, in few words.
+
+    Spark tells a stop from a failure by matching the Python error's text (the traceback
+    Py4J hands back) against `Py4JJavaError: An error occurred while calling ...` followed
+    by one of `INTERRUPTIONS`, with a regular expression that recurses once per character.
+    The text of the original error holds the whole Java stack, thousands of characters, and
+    the match overflowed the stream thread's stack (`StackOverflowError`): the stop was
+    logged as the thread's crash, a thousand lines of plain text in the worker's log. This
+    error's text is that of the original's first line and the interruption alone.
+    """
+
+    @classmethod
+    def of(cls, error: Py4JJavaError) -> BatchInterrupted | None:
+        text = str(error)
+        named = next((name for name in INTERRUPTIONS if name in text), None)
+        if named is None:
+            return None
+        return cls(f"py4j.protocol.Py4JJavaError: {error.errmsg}\n: {named}")
+
+
 class ClaimedBatches:
     """One query's batches into a sink, each after a look at the claim (and, with a step,
     again right before the commit: the step may have taken a while)."""
@@ -48,6 +82,15 @@ class ClaimedBatches:
         self._step = step
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        try:
+            self._commit(batch, batch_id)
+        except Py4JJavaError as error:
+            interrupted = BatchInterrupted.of(error)
+            if interrupted is None:
+                raise
+            raise interrupted from None
+
+    def _commit(self, batch: DataFrame, batch_id: int) -> None:
         self._check_claim(batch_id)
         if self._step is None:
             self._write(batch, batch_id)
