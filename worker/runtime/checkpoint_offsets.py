@@ -9,8 +9,9 @@ newest committed batch, and altering them means appending one more batch that is
 committed, with the new offsets; nothing Spark wrote is ever rewritten. Resetting removes
 the checkpoint, so the query starts from its sources' initial offsets at batch 0.
 
-The ids of the batches appended so are listed beside the checkpoint (`ALTERED_FILE`):
-they are the only batches a sink never saw, and a file sink must log them as empty
+The ids of the batches appended so, and of the uncommitted batches they superseded, are
+listed beside the checkpoint (`ALTERED_FILE`): they are the only batches a sink never
+committed, and a file sink must log them as empty
 (`worker.connectors.files.file_sink`) while every other gap in its log stays a gap that
 Spark refuses (a checkpoint resumed into another directory).
 """
@@ -46,10 +47,13 @@ def committed_offsets(checkpoint: Path, task: int) -> list[SourceOffset]:
 
 def alter_offsets(checkpoint: Path, offsets: Mapping[int, Any]) -> int:
     """Append a committed batch whose source `i` ends at `offsets[i]` (other sources keep
-    their newest offsets); the batch id written.
+    their newest committed offsets); the batch id written.
 
-    The query must not be running: Spark would not see the batch until it restarts, and
-    could write the same batch id itself.
+    A batch Spark planned but never committed (a stop that interrupted it) is superseded:
+    the new batch comes after it, and its id is listed with the appended one, so a file
+    sink logs it as empty instead of leaving a gap its next compaction refuses. The query
+    must not be running: Spark would not see the batch until it restarts, and could write
+    the same batch id itself.
     """
     newest = _newest(checkpoint / "offsets")
     if newest is None:
@@ -57,18 +61,26 @@ def alter_offsets(checkpoint: Path, offsets: Mapping[int, Any]) -> int:
             f"{checkpoint.name} has not started a batch yet, so its checkpoint has no "
             "offsets to alter; run it once first"
         )
-    header, sources = _read_log(checkpoint / "offsets" / str(newest))
+    last_commit = _newest(checkpoint / "commits")
+    header, sources = _read_log(
+        checkpoint / "offsets" / str(newest if last_commit is None else last_commit)
+    )
     unknown = sorted(set(offsets) - set(range(len(sources))))
     if unknown:
         raise OffsetsError(
             f"{checkpoint.name} reads {len(sources)} source(s); there is no source {unknown[0]}"
+        )
+    unsettled = sorted(set(range(len(sources))) - set(offsets))
+    if last_commit is None and unsettled:
+        raise OffsetsError(
+            f"{checkpoint.name} has not committed a batch yet, so where its source "
+            f"{unsettled[0]} resumes is unknown; give every source's offset"
         )
     altered = [
         json.dumps(offsets[index], separators=(",", ":")) if index in offsets else line
         for index, line in enumerate(sources)
     ]
     batch = newest + 1
-    last_commit = _newest(checkpoint / "commits")
     commit = (
         _read_text(checkpoint / "commits" / str(last_commit))
         if last_commit is not None
@@ -76,15 +88,19 @@ def alter_offsets(checkpoint: Path, offsets: Mapping[int, Any]) -> int:
     )
     _write_new(checkpoint / "offsets" / str(batch), "\n".join([*header, *altered]))
     _write_new(checkpoint / "commits" / str(batch), commit)
+    superseded = range(-1 if last_commit is None else last_commit, batch)[1:]
     listed = checkpoint / ALTERED_FILE
     temporary = listed.with_name(f".{ALTERED_FILE}.tmp")
-    temporary.write_text(json.dumps(sorted({*altered_batches(checkpoint), batch})), "utf-8")
+    temporary.write_text(
+        json.dumps(sorted({*altered_batches(checkpoint), *superseded, batch})), "utf-8"
+    )
     os.replace(temporary, listed)
     return batch
 
 
 def altered_batches(checkpoint: Path) -> frozenset[int]:
-    """The ids of the batches `alter_offsets` appended to `checkpoint`."""
+    """The ids of the batches `alter_offsets` appended to `checkpoint`, and of those they
+    superseded uncommitted."""
     listed = checkpoint / ALTERED_FILE
     if not listed.is_file():
         return frozenset()

@@ -84,6 +84,28 @@ def test_altering_after_an_uncommitted_batch_supersedes_it(tmp_path: Path) -> No
     assert alter_offsets(root, {0: {"offset": 0}}) == 2
     assert committed_offsets(root, 0) == [SourceOffset(0, 0, {"offset": 0})]
     assert json.loads((root / "offsets" / "2").read_text().split("\n")[2]) == {"offset": 0}
+    assert altered_batches(root) == {1, 2}, "a file sink must log the superseded batch too"
+
+
+def test_a_source_left_alone_keeps_its_committed_offset_not_an_uncommitted_one(
+    tmp_path: Path,
+) -> None:
+    """Batch 1 was planned and interrupted: taking its end for source 1 would skip the
+    records between the two batches' ends, which never reached the sink."""
+    root = checkpoint(tmp_path, [['{"a":1}', '{"b":1}'], ['{"a":2}', '{"b":2}']], committed=0)
+    assert alter_offsets(root, {0: {"a": 7}}) == 2
+    assert committed_offsets(root, 0) == [
+        SourceOffset(0, 0, {"a": 7}),
+        SourceOffset(0, 1, {"b": 1}),
+    ]
+
+
+def test_a_checkpoint_that_never_committed_takes_every_source_or_none(tmp_path: Path) -> None:
+    root = checkpoint(tmp_path, [['{"a":1}', '{"b":1}']], committed=-1)
+    with pytest.raises(OffsetsError, match=r"has not committed a batch yet.*source 1"):
+        alter_offsets(root, {0: {"a": 7}})
+    assert alter_offsets(root, {0: {"a": 7}, 1: {"b": 0}}) == 1
+    assert altered_batches(root) == {0, 1}
 
 
 @pytest.mark.parametrize(
