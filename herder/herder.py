@@ -2,12 +2,12 @@
 with the group's decisions and serves what REST asks of the cluster.
 
 It wires the parts and owns their lifecycle: `GroupLoop` (membership and what each
-generation means, `herder.group_loop`), `LocalWork` (the connectors and Spark tasks this
-worker runs, `herder.work`), `ClusterAdmin` (the operations behind REST, `herder.admin`)
-and the `RequestQueue` through which every REST write reaches the loop. REST calls
-`admin` directly for the cluster operations and this class for the worker's own state.
-Stores,
-membership and the runtime are passed in, so the herder runs against fakes in unit tests.
+generation means, `herder.member.group_loop`), `LocalWork` (the connectors and Spark
+tasks this worker runs, `herder.tasks.work`), `ClusterAdmin` (the operations behind REST,
+`herder.admin.cluster_admin`) and the `RequestQueue` through which every REST write
+reaches the loop. REST calls `admin` directly for the cluster operations and this class
+for the worker's own state. Stores, membership and the runtime are passed in, so the
+herder runs against fakes in unit tests.
 """
 
 from __future__ import annotations
@@ -18,24 +18,24 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
-from herder.admin import ClusterAdmin
-from herder.auto_restart import RestartPolicy
+from herder.admin.cluster_admin import ClusterAdmin
 from herder.cancellation import cancel_and_wait
-from herder.config_store import ConfigStore
 from herder.errors import NoHandOff, NotLeader
-from herder.group_loop import GroupLoop
-from herder.membership import Membership
+from herder.member.group_loop import GroupLoop
+from herder.member.membership import Membership
 from herder.metrics import WorkerMetrics
 from herder.requests import RequestQueue
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.settings import HerderSettings
-from herder.status_store import Status, StatusStore
-from herder.task_configs import TaskConfigWriter
+from herder.stores.config_store import ConfigStore
+from herder.stores.status_store import Status, StatusStore
+from herder.stores.task_configs import TaskConfigWriter
+from herder.tasks.auto_restart import RestartPolicy
+from herder.tasks.work import LocalWork
 from herder.views import ClusterView, WorkerState
-from herder.work import LocalWork
 from protocol.messages import EMPTY_ALLOCATION, NO_LOAD, Allocation, ConnectorTaskId
 from protocol.versions import LEAVING_FLAG_VERSION
-from worker.runtime.task_state import TaskState, TaskStatus
+from worker.plugins.task_state import TaskState, TaskStatus
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from herder.views import WorkerState
 from protocol.messages import ConnectorTaskId
-from worker.runtime.task_state import StartupCounts
+from worker.plugins.task_state import StartupCounts
 
 
 @dataclass
@@ -89,4 +89,4 @@ class WorkerMetrics:
     auto_restarts: int
     """Automatic restarts of failed connectors and tasks begun on this worker."""
     refused_config_records: int
-    """Config topic records this worker read and did not apply (`herder.config_store`)."""
+    """Config topic records this worker read and did not apply (`herder.stores.config_store`)."""

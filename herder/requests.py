@@ -1,10 +1,10 @@
 """REST requests enter the herder through a queue that its group loop drains.
 
 The requests run one at a time, in a lane of their own beside the loop's steps
-(`herder.lifecycle`): a write answers once the config topic has it, as in Kafka
+(`herder.member.lifecycle`): a write answers once the config topic has it, as in Kafka
 Connect, not once the rebalance and the task starts it causes are done. A write's turn
 ends once its records are sent; its caller waits for them to be acknowledged and read
-back outside the lane (`herder.admin.Later`), so the next write runs meanwhile and a
+back outside the lane (`herder.admin.cluster_admin.Later`), so the next write runs meanwhile and a
 burst of writes shares those round trips. A request
 that arrives before the worker has joined the group waits for the join (up to a
 time-out) instead of failing because no leader is known yet. The automatic restarts

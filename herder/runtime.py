@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from protocol.messages import ConnectorTaskId
+from worker.plugins.task_state import TaskStatus
 from worker.runtime.task_offsets import InitialOffsets, SourceOffset
-from worker.runtime.task_state import TaskStatus
 
 
 class TaskOffsets(Protocol):

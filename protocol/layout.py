@@ -27,7 +27,7 @@ From v4 on a message whose ConnectorTable is not 0 carries its allocations only 
 bracketed v4 fields, indexed by that table (`protocol.connector_table`), and writes the
 earlier versions' allocation fields empty; with 0 it has no bracketed fields. A v3 reader
 thus reads such a v4 subscription as one that owns nothing, which is why a worker indexes
-its subscription only once the whole group speaks v4 (herder/joining.py).
+its subscription only once the whole group speaks v4 (herder/member/joining.py).
 
 `Allocation` is described in `protocol.allocation_format`. A value written in a version that
 lacks some of its fields is written without them (an eager v0 assignment has nothing

@@ -136,7 +136,7 @@ class Assignment:
     awaiting_release: Allocation = EMPTY_ALLOCATION
     """The part of `assigned` that another member gives up in this same round (v3+):
     start each of it only once its previous owner has released it (see
-    `worker.runtime.task_claims`), so the hand-over costs no second round."""
+    `worker.plugins.task_claims`), so the hand-over costs no second round."""
     incarnation: str = ""
     """The `incarnation` of the subscription this assignment answers (v3+)."""
     connector_table: int = 0

@@ -7,7 +7,7 @@ for field; the listing adds each plugin's `alias`, the name configs use, which C
 class names alone do not show. A connector's schema is its pydantic `config_model`, read
 through the field aliases (the config keys), behind the framework's own settings and the
 chain's (`transforms`, `predicates`); a converter's, transform's or predicate's is its
-settings as `worker.plugins.record_plugins` lists them.
+settings as `worker.admission.record_plugins` lists them.
 """
 
 from __future__ import annotations

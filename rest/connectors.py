@@ -14,10 +14,10 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from herder.admin import ClusterAdmin
-from herder.config_records import RestartRequest, TargetState
+from herder.admin.cluster_admin import ClusterAdmin
 from herder.errors import ConnectorNotFound
-from herder.status_store import Status
+from herder.stores.config_records import RestartRequest, TargetState
+from herder.stores.status_store import Status
 from herder.views import ConnectorView
 from protocol.messages import ConnectorTaskId
 from rest.herder_api import AdminDep
@@ -60,7 +60,7 @@ PluginVersion = Callable[[Mapping[str, str]], str | None]
 
 
 def connectors_router(secrets: SecretKeys, versions: PluginVersion) -> APIRouter:
-    """Every config this answers with has its secrets hidden (worker.plugins.shown_configs);
+    """Every config this answers with has its secrets hidden (worker.admission.shown_configs);
     every state carries the version of its connector's plugin."""
     router = APIRouter(prefix="/connectors", responses=ERRORS)
 

@@ -17,7 +17,7 @@ from typing import Annotated, Protocol
 
 from fastapi import Depends, FastAPI, Request
 
-from herder.admin import ClusterAdmin
+from herder.admin.cluster_admin import ClusterAdmin
 from herder.metrics import WorkerMetrics
 from herder.views import ClusterView, WorkerState
 from protocol.messages import Allocation

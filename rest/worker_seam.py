@@ -7,14 +7,9 @@ imports worker/ (tests/unit/test_layers.py holds it), so a move inside worker/ c
 file here and the REST layer's dependence on the worker is read in one sitting.
 """
 
-from worker.config import WorkerConfig
-from worker.config.bounds import check_config_bounds
-from worker.driver_load import driver_load
-from worker.plugins.api import HIDDEN, ConfigProblem, Connector
-from worker.plugins.connector_configs import RegistryPlugins
-from worker.plugins.names import InvalidName, check_name
-from worker.plugins.record_plugins import find_record_plugin, record_plugins
-from worker.plugins.registry import (
+from worker.admission.connector_configs import RegistryPlugins
+from worker.admission.record_plugins import find_record_plugin, record_plugins
+from worker.admission.registry import (
     CONNECTOR_CLASS,
     CONNECTOR_VERSION,
     FrameworkSettings,
@@ -23,11 +18,17 @@ from worker.plugins.registry import (
     plugin_version,
     qualified_name,
 )
-from worker.plugins.shown_configs import HiddenSecretError, kept_secrets, shown_config
+from worker.admission.shown_configs import HiddenSecretError, kept_secrets, shown_config
+from worker.config import WorkerConfig
+from worker.config.bounds import check_config_bounds
+from worker.driver_load import driver_load
+from worker.plugins.api import HIDDEN, ConfigProblem, Connector
+from worker.plugins.names import InvalidName, check_name
+from worker.plugins.task_state import StartupCounts, TaskState
 from worker.plugins.versions import LATEST, version_problem
+from worker.records.errors.task_errors import BatchErrors
 from worker.records.nesting import json_nesting_problem
 from worker.records.transforms.catalog import Setting, chain_definitions
-from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_offsets import (
     KAFKA_PARTITION,
     KAFKA_TOPIC,
@@ -38,7 +39,6 @@ from worker.runtime.task_offsets import (
     task_partition,
 )
 from worker.runtime.task_progress import TaskProgress
-from worker.runtime.task_state import StartupCounts, TaskState
 from worker.runtime.trigger_lag import TriggerLag, overload_line, tasks_behind
 
 __all__ = [

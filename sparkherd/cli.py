@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if is_ctl(args):  # a client of the REST API: no logging set-up, no service
         return run_ctl(args)
-    from herder.membership import CoordinatorUnavailable, MembershipError
+    from herder.member.membership import CoordinatorUnavailable, MembershipError
     from sparkherd.service import ListenError
     from worker.config import ConfigError
 

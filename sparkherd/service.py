@@ -23,25 +23,25 @@ from typing import Final, Protocol
 
 import uvicorn
 
-from herder.auto_restart import RestartPolicy
-from herder.config_store import ConfigStore
-from herder.group_member import GroupMember
 from herder.herder import DistributedHerder
-from herder.kafka_log import KafkaLog
+from herder.member.group_member import GroupMember
 from herder.settings import HerderSettings
-from herder.status_store import StatusStore
-from herder.topics import ensure_compacted_topics
+from herder.stores.config_store import ConfigStore
+from herder.stores.kafka_log import KafkaLog
+from herder.stores.status_store import StatusStore
+from herder.stores.topics import ensure_compacted_topics
+from herder.tasks.auto_restart import RestartPolicy
 from protocol import PROTOCOL_NAME
 from rest.app import create_app
 from rest.loggers import LoggerLevels
 from rest.security import RestSecurity
+from worker.admission.connector_configs import RegistryPlugins
+from worker.admission.stored_config_vet import StoredConfigVet
 from worker.config import WorkerConfig
 from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
 from worker.driver_load import driver_load
-from worker.plugins.connector_configs import RegistryPlugins
-from worker.plugins.stored_config_vet import StoredConfigVet
-from worker.runtime.jvm_packages import wanted_packages
+from worker.plugins.jvm_packages import wanted_packages
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.spark_task_runtime import SparkTaskRuntime

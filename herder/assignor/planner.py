@@ -8,7 +8,7 @@ next round follows immediately.
 
 From v3 on, a task that exactly one member reports is handed over in the round that
 revokes it, marked `awaiting_release`: its new owner starts it once the old one has
-released it (`worker.runtime.task_claims`), so the happens-before goes through the task's
+released it (`worker.plugins.task_claims`), so the happens-before goes through the task's
 checkpoint instead of a second round. Connectors and tasks reported twice still wait for
 the next round.
 """

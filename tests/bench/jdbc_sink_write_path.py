@@ -46,8 +46,8 @@ from worker.connectors.jdbc.connection import JdbcDatabase, parse_jdbc_url
 from worker.connectors.jdbc.sql import InsertMode
 from worker.connectors.jdbc.tables import JdbcTables, SinkRules
 from worker.connectors.jdbc.writer import JdbcBatchWriter, TaskIdentity
+from worker.plugins.jvm_packages import POSTGRESQL_DRIVER
 from worker.records.errors.failed_records import PutFailure
-from worker.runtime.jvm_packages import POSTGRESQL_DRIVER
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 

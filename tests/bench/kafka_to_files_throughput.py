@@ -60,8 +60,8 @@ from worker.connectors.kafka_sink import ASSIGN_KEY
 from worker.kafka.client import Outgoing
 from worker.kafka.source import format_assignment
 from worker.plugins.api import TaskContext
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
-from worker.runtime.jvm_packages import SPARK_KAFKA
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.jvm_packages import SPARK_KAFKA
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 

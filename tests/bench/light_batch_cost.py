@@ -38,7 +38,7 @@ from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.cluster import generator_config
 from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
 from worker.runtime.checkpoint_offsets import newest_committed_batch
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.spark_task_runtime import MONITOR_INTERVAL_S, SparkTaskRuntime

@@ -28,9 +28,9 @@ from tests.bench.result_file import ResultFile, add_json_option
 from tests.support.cluster import generator_config
 from tests.support.plugins import plugins_for
 from worker.connectors import default_registry
+from worker.plugins.task_state import TaskState
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.spark_task_runtime import SparkTaskRuntime
-from worker.runtime.task_state import TaskState
 
 GENERATION = 1
 TARGET_P50_S = 1.0

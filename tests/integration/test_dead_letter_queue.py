@@ -28,7 +28,7 @@ from worker.plugins.api import TaskContext
 from worker.records.errors.dead_letter_queue import DeadLetterQueue
 from worker.records.errors.failed_records import FailedRecord
 from worker.records.errors.settings import ErrorHandlingSettings
-from worker.runtime.task_errors import batches_with_errors, read_batch_errors
+from worker.records.errors.task_errors import batches_with_errors, read_batch_errors
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

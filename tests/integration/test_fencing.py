@@ -17,7 +17,7 @@ from tests.support.cluster import Cluster, TaskView, generator_config
 from tests.support.file_sink import committed_column, committed_files
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, running_broker
-from worker.runtime.task_claims import CLAIMS_DIR
+from worker.plugins.task_claims import CLAIMS_DIR
 
 pytestmark = pytest.mark.integration
 

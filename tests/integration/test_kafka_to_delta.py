@@ -33,8 +33,8 @@ from tests.support.polling import wait_until
 from tests.support.rest_client import Api
 from tests.support.restartable_worker import RestartableWorker, forget_newest_commit
 from worker.connectors.delta.sink import DeltaSink, delta_session
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
-from worker.runtime.jvm_packages import DELTA
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.jvm_packages import DELTA
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 

@@ -27,7 +27,7 @@ from tests.support.postgres import PostgresServer
 from tests.support.processes import WorkerProcess, free_port
 from tests.support.rest_client import Api
 from worker.plugins.api import HIDDEN
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

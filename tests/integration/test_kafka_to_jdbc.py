@@ -26,7 +26,7 @@ from tests.support.processes import free_port
 from tests.support.rest_client import Api
 from tests.support.restartable_worker import RestartableWorker, forget_newest_commit
 from worker.kafka.client import Outgoing
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

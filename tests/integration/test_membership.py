@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from herder.group_member import GroupMember
-from herder.membership import (
+from herder.member.group_member import GroupMember
+from herder.member.membership import (
     CoordinatorUnavailable,
     Generation,
     HeartbeatOutcome,
     JoinedMembers,
 )
-from herder.static_probe import subscribing
+from herder.member.static_probe import subscribing
 from protocol import PROTOCOL_NAME
 from sparkherd.broker.embedded import EmbeddedBroker
 from tests.support.polling import wait_until_async

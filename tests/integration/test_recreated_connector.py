@@ -18,7 +18,7 @@ from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, ready_worker
 from tests.support.rest_client import Api
-from worker.runtime.checkpoint_fingerprint import FINGERPRINT_FILE
+from worker.plugins.checkpoint_fingerprint import FINGERPRINT_FILE
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 

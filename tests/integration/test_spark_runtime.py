@@ -19,10 +19,12 @@ from pyspark.sql import functions as F
 from protocol.messages import ConnectorTaskId
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until, wait_until_async
+from worker.admission.registry import PluginRegistry
 from worker.connectors.files.file_sink import start_file_sink
 from worker.connectors.generator import GeneratorConnector
 from worker.plugins.api import Connector, Task, TaskContext, parse_config
-from worker.plugins.registry import PluginRegistry
+from worker.plugins.task_claims import claim
+from worker.plugins.task_state import TaskState, TaskStatus
 from worker.runtime import spark_queries, spark_warm_up, task_looks
 from worker.runtime.spark_queries import (
     job_tag,
@@ -32,8 +34,6 @@ from worker.runtime.spark_queries import (
 )
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.spark_task_runtime import SparkTaskRuntime
-from worker.runtime.task_claims import claim
-from worker.runtime.task_state import TaskState, TaskStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

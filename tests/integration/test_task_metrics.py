@@ -23,14 +23,14 @@ from protocol.messages import ConnectorTaskId
 from tests.support.file_sink import committed_files
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until_async
+from worker.admission.registry import PluginRegistry
 from worker.plugins.api import Connector, Task, TaskContext, parse_config
-from worker.plugins.registry import PluginRegistry
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.task_state import TaskState
+from worker.records.errors.task_errors import BatchErrors, read_batch_errors, write_batch_errors
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.spark_task_runtime import SparkTaskRuntime
-from worker.runtime.task_errors import BatchErrors, read_batch_errors, write_batch_errors
 from worker.runtime.task_progress import TaskProgress
-from worker.runtime.task_state import TaskState
 from worker.runtime.trigger_lag import overload_line, tasks_behind
 
 if TYPE_CHECKING:

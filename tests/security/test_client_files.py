@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.plugins import plugins_for
+from worker.admission.connector_configs import RegistryPlugins
 from worker.connectors import default_registry
 from worker.plugins.api import ConnectorConfigError
-from worker.plugins.connector_configs import RegistryPlugins
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 SERVERS = "127.0.0.1:9093"

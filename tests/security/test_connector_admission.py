@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.plugins import no_spark, plugins_with_secrets
+from worker.admission.connector_configs import RegistryPlugins
+from worker.admission.registry import UnknownPluginError
+from worker.admission.stored_task_configs import MAX_TASK_CONFIGS_BYTES
 from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
 from worker.plugins.api import ConnectorConfigError
-from worker.plugins.connector_configs import RegistryPlugins
-from worker.plugins.registry import UnknownPluginError
-from worker.plugins.stored_task_configs import MAX_TASK_CONFIGS_BYTES
 
 SECRET = "hunter2-do-not-print"
 

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from herder.config_store import ConfigStore
-from herder.kafka_log import RecordHandler
+from herder.stores.config_store import ConfigStore
+from herder.stores.kafka_log import RecordHandler
 from tests.support.plugins import plugins_for
 from tests.unit.herder.memory_cluster import MemoryLog
+from worker.admission.connector_configs import RegistryPlugins
+from worker.admission.stored_config_vet import StoredConfigVet
+from worker.admission.stored_task_configs import stored_task_configs
 from worker.connectors import default_registry
 from worker.connectors.kafka_sink import ASSIGN_KEY
 from worker.plugins.api import ConnectorConfigError
-from worker.plugins.connector_configs import RegistryPlugins
 from worker.plugins.internal_topics import INTERNAL_TOPICS_KEY
-from worker.plugins.stored_config_vet import StoredConfigVet
-from worker.plugins.stored_task_configs import stored_task_configs
 
 OWN = ("sh-configs", "sh-status", "sh-offsets")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
 from worker.plugins.locations import Locations, location_problems, normal_form, overlaps
 from worker.plugins.names import MAX_NAME_BYTES, InvalidName, check_name
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
 
 
 @pytest.mark.parametrize(

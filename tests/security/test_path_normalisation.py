@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.plugins import no_spark
+from worker.admission.connector_configs import RegistryPlugins
 from worker.config import WorkerConfig
 from worker.config.errors import ConfigError
 from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
 from worker.plugins.api import ConnectorConfigError
-from worker.plugins.connector_configs import RegistryPlugins
 from worker.plugins.locations import (
     AmbiguousLocation,
     Locations,

@@ -11,10 +11,10 @@ import pytest
 from pydantic import BaseModel, Field, SecretStr
 
 from tests.support.plugins import plugins_with_secrets
+from worker.admission.connector_configs import RegistryPlugins
 from worker.config.providers import hide
 from worker.connectors.files.kafka_to_files import KafkaToFilesSettings
 from worker.plugins.api import HIDDEN, ConnectorConfigError, parse_config, secret_keys
-from worker.plugins.connector_configs import RegistryPlugins
 
 SECRET = "s3cr3t-Pa55"
 JAAS = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from herder.config_records import ConfigSnapshot
+from herder.stores.config_records import ConfigSnapshot
 from protocol.messages import ConnectorTaskId
 
 Item = str | ConnectorTaskId

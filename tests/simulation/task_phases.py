@@ -1,5 +1,5 @@
 """A simulated worker's tasks, each through the worker's own task machine
-(`herder.task_machine`), its commands carried out on the ledger.
+(`herder.tasks.task_machine`), its commands carried out on the ledger.
 
 The simulator has no Spark query: a launch is the ledger's start (the ledger accounts
 for a task's start-up time) and ends at once, and a stop is the ledger's stop; a task
@@ -10,7 +10,7 @@ the unit tests' (tests/unit/herder/test_task_machine.py).
 
 from __future__ import annotations
 
-from herder.task_machine import TaskCommand, TaskEvent, TaskPhase, step
+from herder.tasks.task_machine import TaskCommand, TaskEvent, TaskPhase, step
 from protocol.messages import ConnectorTaskId
 from tests.simulation.config_log import Item
 from tests.simulation.ledger import RunLedger

@@ -1,4 +1,4 @@
-"""The simulator drives the worker's own task machine (`herder.task_machine`): after a
+"""The simulator drives the worker's own task machine (`herder.tasks.task_machine`): after a
 KIP-415 trace at v3, in which tasks are handed over in the round that revokes them, each
 worker's tasks are where their machine says, and a crash leaves none behind."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from herder.task_machine import TaskPhase
+from herder.tasks.task_machine import TaskPhase
 from tests.simulation.cluster import SimCluster
 from tests.simulation.kip415 import TRACES
 from tests.simulation.script import run_script

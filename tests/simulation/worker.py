@@ -1,8 +1,8 @@
 """A simulated worker process: a sparkherd herder's decisions, carried out in virtual time.
 
-The decisions are the herder's own code: the member lifecycle is `herder.lifecycle`
-(which applies every assignment with `herder.apply.apply_assignment`), and as leader a
-worker plans with `herder.leader.LeaderPlanner` (version negotiation, assignor, codec).
+The decisions are the herder's own code: the member lifecycle is `herder.member.lifecycle`
+(which applies every assignment with `herder.member.apply.apply_assignment`), and as leader a
+worker plans with `herder.member.leader.LeaderPlanner` (version negotiation, assignor, codec).
 This module feeds the lifecycle its events (a join's answer, a heartbeat's, a config
 record read, time passing, a departure) and carries its commands out in virtual time:
 it starts and stops items only through the ledger, each task through the worker's own
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 
-from herder import lifecycle_messages as do
 from herder.assignor import Assignor, inherited_deadline
-from herder.leader import LeaderPlanner
-from herder.lifecycle import Lifecycle
-from herder.lifecycle_messages import (
+from herder.member import lifecycle_messages as do
+from herder.member.leader import LeaderPlanner
+from herder.member.lifecycle import Lifecycle
+from herder.member.lifecycle_messages import (
     ConfigChanged,
     Event,
     HeartbeatAnswered,
@@ -35,8 +35,8 @@ from herder.lifecycle_messages import (
     StepDone,
     Tick,
 )
-from herder.member_states import LifecycleSettings, MemberReport, first_report
-from herder.membership import Generation, HeartbeatOutcome, JoinedMembers
+from herder.member.member_states import LifecycleSettings, MemberReport, first_report
+from herder.member.membership import Generation, HeartbeatOutcome, JoinedMembers
 from protocol.codec import decode_assignment, encode_assignment, encode_subscription
 from protocol.connector_table import subscription_table
 from protocol.messages import NO_LOAD, OVERLOADED_LOAD, Allocation, Assignment, Subscription

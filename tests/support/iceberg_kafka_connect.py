@@ -8,7 +8,7 @@ that archive adds for a Hadoop catalog writing Parquet: `iceberg-parquet` and Ha
 shaded client (`hadoop-client-api` with `hadoop-client-runtime`, so none of Hadoop's own
 dependencies meet Connect's). Kafka's jars are left out: the worker's classpath has
 them, and a second copy inside the plugin would shadow the runtime's. The version is
-that of the Iceberg Spark runtime sparkherd's workers load (`worker.runtime.jvm_packages`), so
+that of the Iceberg Spark runtime sparkherd's workers load (`worker.plugins.jvm_packages`), so
 both systems write tables with the same library.
 
 The jars are a Connect plugin: `plugin.path` names a directory holding one directory of
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from tests.support.kafka_connect import plugin_path
-from worker.runtime.jvm_packages import ICEBERG
+from worker.plugins.jvm_packages import ICEBERG
 from worker.runtime.maven_jars import JarBundle
 
 ICEBERG_VERSION: Final = ICEBERG.versions[0]

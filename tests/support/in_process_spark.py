@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
-from worker.runtime.jvm_packages import SPARK_AVRO
+from worker.plugins.jvm_packages import SPARK_AVRO
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from worker.admission.connector_configs import RegistryPlugins
+from worker.admission.registry import PluginRegistry
 from worker.config import WorkerConfig
 from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
-from worker.plugins.connector_configs import RegistryPlugins
-from worker.plugins.registry import PluginRegistry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

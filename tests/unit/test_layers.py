@@ -53,7 +53,7 @@ def test_the_rule_sees_an_upward_import(tmp_path: Path) -> None:
 
 
 SEAM_TYPES = {
-    "worker.runtime.task_state": "task states, and what a FAILED task's trace says",
+    "worker.plugins.task_state": "task states, and what a FAILED task's trace says",
     "worker.runtime.task_offsets": "a task's committed offsets as values",
     "worker.kafka.security": "how the herder's own Kafka clients connect",
     "worker.config.bounds": "how large a stored connector config may be",
@@ -89,13 +89,13 @@ def test_the_herder_imports_only_the_seam_types_from_the_worker() -> None:
 def test_the_seam_rule_sees_a_herder_module_reach_into_the_worker(tmp_path: Path) -> None:
     (tmp_path / "herder").mkdir()
     (tmp_path / "herder" / "reach.py").write_text(
-        "from worker.runtime.task_state import TaskState\n"
+        "from worker.plugins.task_state import TaskState\n"
         "from worker.runtime import task_offsets\n"
-        "from worker.runtime.checkpoint_layout import checkpoint_dir_for\n"
+        "from worker.plugins.checkpoint_layout import checkpoint_dir_for\n"
         "import worker.runtime.spark_task_runtime\n"
     )
     assert herder_reaches_into_worker(tmp_path) == [
-        "herder/reach.py imports worker.runtime.checkpoint_layout",
+        "herder/reach.py imports worker.plugins.checkpoint_layout",
         "herder/reach.py imports worker.runtime.spark_task_runtime",
     ]
 
@@ -144,6 +144,74 @@ def test_the_rest_layer_reaches_the_worker_through_its_seam_alone() -> None:
 def test_the_rest_seam_rule_sees_a_route_reach_into_the_worker(tmp_path: Path) -> None:
     (tmp_path / "rest").mkdir()
     (tmp_path / "rest" / "worker_seam.py").write_text("from worker.config import WorkerConfig\n")
-    (tmp_path / "rest" / "route.py").write_text("import worker.runtime.task_state\n")
+    (tmp_path / "rest" / "route.py").write_text("import worker.plugins.task_state\n")
     (tmp_path / "rest" / "fine.py").write_text("from rest.worker_seam import WorkerConfig\n")
     assert rest_reaches_into_worker(tmp_path) == ["rest/route.py imports worker"]
+
+
+WORKER_FLOORS = ("plugins", "kafka", "records", "config", "admission", "runtime", "connectors")
+"""worker/'s sub-packages, ground floor first: each imports only those before it, so
+`worker/plugins/` (the plugin API, names, checkpoint layout, claims, task states) imports
+nothing else of worker/. `worker/driver_load.py` stands above them all."""
+
+HERDER_FLOORS = ("assignor", "stores", "tasks", "member", "admin")
+"""herder/'s sub-packages by concern, lowest first: the assignor (pure), the stores on
+Kafka, a worker's tasks and their machine, the member and its machine, the admin surface.
+herder/'s own modules beside them are shared types (errors, requests, views, settings,
+metrics, the runtime seam, cancellation) that import no sub-package, except
+`herder/herder.py`, which composes them all."""
+
+
+def floor_breaches(package: str, floors: tuple[str, ...], root: Path = ROOT) -> list[str]:
+    """Imports inside `package` that go sideways or up its floors: a module of floor i may
+    import floors 0..i-1 and its own; a module beside the floors imports none of them
+    (worker/'s stand above them all, and so does herder/herder.py, the composition)."""
+    found: list[str] = []
+    for source in sorted((root / package).rglob("*.py")):
+        parts = source.relative_to(root / package).parts
+        if len(parts) == 1:
+            above = package == "worker" or source.name == "herder.py"
+            allowed = set(floors) if above else set()
+        elif parts[0] in floors:
+            allowed = set(floors[: floors.index(parts[0]) + 1])
+        else:
+            found.append(f"{source.relative_to(root)} is on no floor")
+            continue
+        found.extend(
+            f"{source.relative_to(root)} imports {module}"
+            for module, _ in imports(source)
+            if module.split(".")[0] == package
+            and module.count(".") >= 1
+            and module.split(".")[1] in floors
+            and module.split(".")[1] not in allowed
+        )
+    return found
+
+
+def test_worker_sub_packages_import_only_the_floors_below_them() -> None:
+    assert floor_breaches("worker", WORKER_FLOORS) == []
+
+
+def test_herder_sub_packages_import_only_the_floors_below_them() -> None:
+    assert floor_breaches("herder", HERDER_FLOORS) == []
+
+
+def test_the_floor_rule_sees_an_import_up_or_sideways(tmp_path: Path) -> None:
+    for floor in ("plugins", "kafka", "runtime"):
+        (tmp_path / "worker" / floor).mkdir(parents=True)
+    (tmp_path / "worker" / "plugins" / "api.py").write_text("from worker.kafka.client import X\n")
+    (tmp_path / "worker" / "kafka" / "client.py").write_text(
+        "from worker.plugins.api import Task\nfrom worker.kafka import sink\n"
+    )
+    (tmp_path / "worker" / "runtime" / "run.py").write_text("from worker.kafka.client import X\n")
+    (tmp_path / "worker" / "driver_load.py").write_text("from worker.runtime.run import R\n")
+    assert floor_breaches("worker", ("plugins", "kafka", "runtime"), tmp_path) == [
+        "worker/plugins/api.py imports worker.kafka.client"
+    ]
+    (tmp_path / "herder" / "tasks").mkdir(parents=True)
+    (tmp_path / "herder" / "errors.py").write_text("from herder.tasks.work import LocalWork\n")
+    (tmp_path / "herder" / "herder.py").write_text("from herder.tasks.work import LocalWork\n")
+    (tmp_path / "herder" / "tasks" / "work.py").write_text("from herder.errors import Refused\n")
+    assert floor_breaches("herder", ("tasks",), tmp_path) == [
+        "herder/errors.py imports herder.tasks.work"
+    ]

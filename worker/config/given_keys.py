@@ -14,11 +14,11 @@ from collections.abc import Collection, Mapping
 from worker.config.defaults import DEFAULT_SPARK_MASTER, with_derived_defaults
 from worker.config.errors import invalid
 from worker.config.providers import is_provider_key
-from worker.config.values import JAVA_INT_MAX
 from worker.kafka.security import is_security_key
+from worker.plugins.config_values import JAVA_INT_MAX
+from worker.plugins.jvm_packages import JVM_CHOICES, JVM_PACKAGE_KEYS, JvmChoice, default_choices
 from worker.records.converters.spec import is_converter_key
 from worker.records.sql_plan import DEFAULT_MAX_GENERATED, MAX_GENERATED_KEY
-from worker.runtime.jvm_packages import JVM_CHOICES, JVM_PACKAGE_KEYS, JvmChoice, default_choices
 
 CONNECT_COMPAT_IGNORED_KEYS = frozenset(
     {

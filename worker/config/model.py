@@ -1,6 +1,6 @@
 """`WorkerConfig`: one worker's settings under Kafka Connect's key names, checked as a whole.
 
-The model owns the keys: which exist, their types (`worker.config.values`), their
+The model owns the keys: which exist, their types (`worker.plugins.config_values`), their
 defaults (`worker.config.defaults`) and the relations between them. Kafka Connect keys
 sparkherd has no use for are accepted and reported, so an existing
 `connect-distributed.properties` works as is; any other unknown key is an error.
@@ -36,7 +36,16 @@ from worker.config.defaults import (
 from worker.config.errors import CUSTOM_ERROR, ConfigError, invalid, with_origin
 from worker.config.given_keys import CONNECT_COMPAT_IGNORED_KEYS, sorted_input
 from worker.config.providers import ConfigProviderError, ConfigProviders
-from worker.config.values import (
+from worker.kafka.security import (
+    ROLES,
+    ClientRole,
+    KafkaClientSecurity,
+    KafkaSecurityError,
+    client_security,
+    security_settings,
+)
+from worker.plugins.auto_restart_settings import MIN_BACKOFF_MS
+from worker.plugins.config_values import (
     KAFKA_NAME_RULE,
     AbsoluteDirectory,
     BootstrapServers,
@@ -48,18 +57,9 @@ from worker.config.values import (
     OptionalKafkaName,
     int_field,
 )
-from worker.kafka.security import (
-    ROLES,
-    ClientRole,
-    KafkaClientSecurity,
-    KafkaSecurityError,
-    client_security,
-    security_settings,
-)
-from worker.plugins.auto_restart_settings import MIN_BACKOFF_MS
+from worker.plugins.jvm_packages import JvmChoice, default_choices
+from worker.plugins.start_deadline import START_TIMEOUT_KEY, START_TIMEOUT_MS_DEFAULT
 from worker.records.converters.spec import worker_converter_problems
-from worker.runtime.jvm_packages import JvmChoice, default_choices
-from worker.runtime.start_deadline import START_TIMEOUT_KEY, START_TIMEOUT_MS_DEFAULT
 
 
 class WorkerConfig(BaseModel):

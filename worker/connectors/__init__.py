@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from worker.admission.registry import PluginRegistry
 from worker.connectors.delta.kafka_to_delta import KafkaToDeltaConnector
 from worker.connectors.files.files_to_kafka import FilesToKafkaConnector
 from worker.connectors.files.kafka_to_files import KafkaToFilesConnector
@@ -10,7 +11,6 @@ from worker.connectors.iceberg.kafka_to_iceberg import KafkaToIcebergConnector
 from worker.connectors.jdbc.jdbc_to_kafka import JdbcToKafkaConnector
 from worker.connectors.jdbc.kafka_to_jdbc import KafkaToJdbcConnector
 from worker.plugins.api import Connector
-from worker.plugins.registry import PluginRegistry
 
 BUILTIN_CONNECTORS: tuple[type[Connector], ...] = (
     FilesToKafkaConnector,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from py4j.protocol import Py4JJavaError
 
 from worker.plugins.api import TaskContext
-from worker.runtime.task_claims import Claim
+from worker.plugins.task_claims import Claim
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -42,7 +42,6 @@ from worker.connectors.source_view import source_schema, unreadable_schemas
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.source import format_assignment, parse_assignment
 from worker.kafka.spark_io import KafkaClientChoice, read_kafka
-from worker.kafka.topic_patterns import compiled_pattern, pattern_problem
 from worker.plugins.api import (
     JAVA_INT_MAX,
     ConfigProblem,
@@ -52,6 +51,7 @@ from worker.plugins.api import (
     TaskContext,
 )
 from worker.plugins.internal_topics import internal_topics
+from worker.plugins.topic_patterns import compiled_pattern, pattern_problem
 from worker.records.converters.payload_types import SAMPLE_RECORDS, declared_type, task_payload_type
 from worker.records.converters.records import (
     SAMPLE_WITHIN_S,

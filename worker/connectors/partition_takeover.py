@@ -7,7 +7,7 @@ partitions (`startingOffsets`, which Spark reads only for a checkpoint without b
 the seed is kept beside the checkpoint, `SEED_FILE`, for a start cut short before its
 first batch). The positions come from the checkpoints that read those partitions: every
 checkpoint holding one of them (the task's own included) is read, its positions all go to
-the connector's hand-over file (`worker.runtime.checkpoint_layout.HANDOVER_FILE`), and it
+the connector's hand-over file (`worker.plugins.checkpoint_layout.HANDOVER_FILE`), and it
 is retired (Spark's files removed, the claims kept), so no later start resumes it; the
 task then takes its own partitions out of the file, and the tasks given the others take
 theirs when they start. Decisions are `worker.connectors.partition_moves`'s.
@@ -54,14 +54,14 @@ from worker.connectors.partition_moves import (
     start_offsets,
 )
 from worker.plugins.api import TaskContext
-from worker.runtime.checkpoint_fingerprint import FINGERPRINT_FILE
-from worker.runtime.checkpoint_layout import HANDOVER_FILE
+from worker.plugins.checkpoint_fingerprint import FINGERPRINT_FILE
+from worker.plugins.checkpoint_layout import HANDOVER_FILE
+from worker.plugins.task_claims import CLAIMS_DIR, Claim, fence_stopping_run, runs_stopped
 from worker.runtime.checkpoint_offsets import (
     batch_end_offsets,
     newest_committed_batch,
     newest_planned_batch,
 )
-from worker.runtime.task_claims import CLAIMS_DIR, Claim, fence_stopping_run, runs_stopped
 
 SEED_FILE: Final = "sparkherd-start-offsets.json"
 LOCK_FILE: Final = ".handover.lock"

@@ -54,7 +54,7 @@ from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 from worker.kafka.client import BlockingKafka, Outgoing, ProducerFencedError
 from worker.kafka.connection import KafkaConnection
 from worker.kafka.transactions import TransactionalIds
-from worker.runtime.task_claims import Claim
+from worker.plugins.task_claims import Claim
 
 BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
 """The local property Spark's micro-batch engine sets for the jobs of a batch."""

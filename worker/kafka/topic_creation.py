@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from worker.kafka.topic_patterns import compiled_pattern, pattern_problem
 from worker.plugins.api import ConfigProblem, ConnectorConfigError
+from worker.plugins.topic_patterns import compiled_pattern, pattern_problem
 
 PREFIX: Final = "topic.creation."
 GROUPS_KEY: Final = "topic.creation.groups"

@@ -5,7 +5,7 @@ a task starts one Spark structured-streaming query. The framework owns everythin
 around that: the `tasks.max` setting, where checkpoints live, how a query's jobs are
 tagged and scheduled, starting and stopping. This is the module a plugin imports
 (docs/connectors/plugins.md: "a `worker.plugins.api.Connector` subclass"); how a
-`connector.class` value finds a plugin is `worker.plugins.registry`.
+`connector.class` value finds a plugin is `worker.admission.registry`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, TypeVar, 
 from pydantic import BaseModel, SecretStr, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
-from worker.runtime.checkpoint_layout import TASK_DIR_PREFIX, checkpoint_dir_for, checkpointed_tasks
-from worker.runtime.start_deadline import StartDeadline
-from worker.runtime.task_claims import Claim
+from worker.plugins.checkpoint_layout import TASK_DIR_PREFIX, checkpoint_dir_for, checkpointed_tasks
+from worker.plugins.start_deadline import StartDeadline
+from worker.plugins.task_claims import Claim
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -195,7 +195,7 @@ class Connector(ABC):
     """Settings a task's checkpoint is bound to: one made under other values cannot be
     resumed (Spark's file sink keeps its commit log in the output directory, under the
     checkpoint's batch ids). A config that changes one of them is refused while a task
-    has such a checkpoint (`worker.runtime.checkpoint_fingerprint`). Locations among them are
+    has such a checkpoint (`worker.plugins.checkpoint_fingerprint`). Locations among them are
     compared in their normal form."""
 
     def validate(self, config: Mapping[str, str]) -> BaseModel:

@@ -1,6 +1,6 @@
 """A connector's own `auto.restart.*` keys, as a type: the framework reads them when it
-admits a config (`worker.plugins.registry.FrameworkSettings`), the herder when a task
-fails (`herder.auto_restart`), so they live apart from the plugin registry.
+admits a config (`worker.admission.registry.FrameworkSettings`), the herder when a task
+fails (`herder.tasks.auto_restart`), so they live apart from the plugin registry.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ MIN_BACKOFF_MS: Final = 100
 
 
 class AutoRestartSettings(BaseModel):
-    """A connector's own automatic-restart settings (`herder.auto_restart`): the worker's
+    """A connector's own automatic-restart settings (`herder.tasks.auto_restart`): the worker's
     keys of the same names, for this connector only; an unset one takes the worker's."""
 
     model_config = ConfigDict(frozen=True)

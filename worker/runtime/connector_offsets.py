@@ -15,8 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
-from worker.runtime.checkpoint_fingerprint import FINGERPRINT_FILE
-from worker.runtime.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks, handover_file
+from worker.plugins.checkpoint_fingerprint import FINGERPRINT_FILE
+from worker.plugins.checkpoint_layout import checkpoint_dir_for, checkpointed_tasks, handover_file
+from worker.plugins.task_claims import CLAIMS_DIR
 from worker.runtime.checkpoint_offsets import (
     alter_offsets,
     committed_offsets,
@@ -24,7 +25,6 @@ from worker.runtime.checkpoint_offsets import (
     seed_offsets,
 )
 from worker.runtime.daemon_thread import DaemonThread
-from worker.runtime.task_claims import CLAIMS_DIR
 from worker.runtime.task_offsets import InitialOffsets, OffsetsError, SourceOffset
 
 NO_POSITION: Final = frozenset({CLAIMS_DIR, FINGERPRINT_FILE})

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pyspark
 
-from worker.runtime.jvm_packages import SparkPackage
+from worker.plugins.jvm_packages import SparkPackage
 from worker.runtime.maven_jars import (
     JarBundle,
     JarResolutionError,

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, Final
 from py4j.protocol import Py4JError
 
 from protocol.messages import ConnectorTaskId
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.task_claims import Claim
+from worker.plugins.task_state import FENCED_MARK
 from worker.runtime.checkpoint_offsets import newest_committed_batch
 from worker.runtime.failure_traces import root_cause_line, with_root_cause_first
-from worker.runtime.task_claims import Claim
 from worker.runtime.task_error_totals import TaskErrorTotals, read_error_totals
 from worker.runtime.task_progress import TaskProgress, batch_id, fold_progress, needs_window
-from worker.runtime.task_state import FENCED_MARK
 from worker.runtime.trigger_lag import Cadence, trigger_lag
 
 if TYPE_CHECKING:

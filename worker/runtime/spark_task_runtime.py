@@ -5,7 +5,7 @@ coordinator, so every Spark call (all blocking py4j calls) runs in a worker thre
 this module's coroutines only ever await. A task that fails, at start or later while it
 runs, is reported FAILED with its trace and affects no other task.
 
-Every start claims the task's checkpoint first (`worker.runtime.task_claims`); a query whose
+Every start claims the task's checkpoint first (`worker.plugins.task_claims`); a query whose
 claim another worker has since overtaken is stopped and reported FAILED as fenced, so a
 worker that lost its membership without noticing stops competing for the task within
 one monitor interval.
@@ -25,9 +25,18 @@ from pathlib import Path
 from typing import Final
 
 from protocol.messages import ConnectorTaskId
-from worker.plugins.connector_configs import RegistryPlugins
+from worker.admission.connector_configs import RegistryPlugins
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.start_deadline import (
+    START_TIMEOUT_KEY,
+    START_TIMEOUT_MS_DEFAULT,
+    StartCancelledError,
+    StartDeadline,
+)
+from worker.plugins.task_claims import is_released
+from worker.plugins.task_state import StartupCounts, StateListener, TaskState, TaskStatus
+from worker.records.errors.task_errors import BatchErrors
 from worker.runtime import spark_warm_up
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
 from worker.runtime.connector_offsets import CheckpointOffsets
 from worker.runtime.daemon_thread import DaemonThread
 from worker.runtime.log_setup import working_on
@@ -39,18 +48,9 @@ from worker.runtime.spark_queries import (
     stop_and_release,
 )
 from worker.runtime.spark_session import SparkSessionProvider
-from worker.runtime.start_deadline import (
-    START_TIMEOUT_KEY,
-    START_TIMEOUT_MS_DEFAULT,
-    StartCancelledError,
-    StartDeadline,
-)
-from worker.runtime.task_claims import is_released
-from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_launch import TaskLauncher
 from worker.runtime.task_looks import TaskLooks
 from worker.runtime.task_progress import TaskProgress
-from worker.runtime.task_state import StartupCounts, StateListener, TaskState, TaskStatus
 from worker.runtime.trigger_lag import TriggerLag
 
 MONITOR_INTERVAL_S: Final = 1.0
@@ -235,7 +235,7 @@ class SparkTaskRuntime(CheckpointOffsets):
             self._ensure_monitor()
 
     async def await_release(self, task_id: ConnectorTaskId) -> bool:
-        """Until the task's newest claim is released (`worker.runtime.task_claims`): its previous
+        """Until the task's newest claim is released (`worker.plugins.task_claims`): its previous
         owner gives it up in this same round and releases it once its query has stopped.
         At most twice `task.shutdown.graceful.timeout.ms`, the bound of that owner's stop
         plus as much again for its news of the round (a crashed owner never releases)."""

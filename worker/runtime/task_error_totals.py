@@ -1,5 +1,5 @@
 """A task's error totals, Connect's `task-error-metrics`, folded from the per-batch
-counts files (`worker.runtime.task_errors`) of the batches its checkpoint has committed.
+counts files (`worker.records.errors.task_errors`) of the batches its checkpoint has committed.
 
 A batch writes its file before it commits; one cut short by a crash runs again under the
 same id and writes its file again. So a batch counts once its id is in the commit log
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from worker.runtime.task_errors import (
+from worker.records.errors.task_errors import (
     NO_ERRORS,
     BatchErrors,
     batch_errors_path,

@@ -9,14 +9,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from protocol.messages import ConnectorTaskId
+from worker.admission.connector_configs import RegistryPlugins
 from worker.plugins.api import TaskContext
-from worker.plugins.connector_configs import RegistryPlugins
-from worker.runtime.checkpoint_fingerprint import fit
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_fingerprint import fit
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.start_deadline import StartCancelledError, StartDeadline
+from worker.plugins.task_claims import claim
 from worker.runtime.spark_queries import Launched, TaskFencedError, job_tag, trigger_interval_s
 from worker.runtime.spark_session import SparkSessionProvider
-from worker.runtime.start_deadline import StartCancelledError, StartDeadline
-from worker.runtime.task_claims import claim
 
 
 class TaskLauncher:

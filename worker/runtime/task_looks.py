@@ -15,10 +15,10 @@ from functools import partial
 from pathlib import Path
 
 from protocol.messages import ConnectorTaskId
+from worker.records.errors.task_errors import BatchErrors
 from worker.runtime.daemon_thread import DaemonThread
 from worker.runtime.spark_queries import Launched, error_totals, query_progress, trigger_cadences
 from worker.runtime.task_error_totals import TaskErrorTotals
-from worker.runtime.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress
 from worker.runtime.trigger_lag import Cadence, TriggerLag, trigger_lag
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeGuard
 
-from worker.kafka.topic_patterns import compiled_pattern, pattern_problem
+from worker.plugins.topic_patterns import compiled_pattern, pattern_problem
 
 MAX_POSITION = 2**63 - 1
 """Java's `Long.MAX_VALUE`: Spark reads every position of our sources' offsets (Kafka

@@ -14,9 +14,9 @@ from herder.metrics import RebalanceView, WorkerMetrics
 from herder.views import WorkerState
 from protocol.messages import ConnectorTaskId
 from rest.metrics import WorkerCollector
-from worker.runtime.task_errors import BatchErrors
+from worker.plugins.task_state import StartupCounts
+from worker.records.errors.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress
-from worker.runtime.task_state import StartupCounts
 from worker.runtime.trigger_lag import TriggerLag
 
 PROMETHEUS = Path(__file__).resolve().parents[3] / "deploy" / "prometheus"

@@ -13,11 +13,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from herder.auto_restart import RestartPolicy
-from herder.config_store import ConfigStore
 from herder.herder import DistributedHerder
-from herder.kafka_log import OpenLog, RecordHandler
-from herder.membership import (
+from herder.member.membership import (
     Generation,
     HeartbeatOutcome,
     JoinedMembers,
@@ -25,13 +22,16 @@ from herder.membership import (
     Subscribe,
 )
 from herder.settings import HerderSettings
-from herder.status_store import StatusStore
+from herder.stores.config_store import ConfigStore
+from herder.stores.kafka_log import OpenLog, RecordHandler
+from herder.stores.status_store import StatusStore
+from herder.tasks.auto_restart import RestartPolicy
 from protocol.codec import Codec
 from protocol.messages import ConnectorTaskId, Subscription
 from protocol.versions import CURRENT_VERSION
 from tests.support.polling import wait_until_async
+from worker.plugins.task_state import StateListener, TaskState, TaskStatus
 from worker.runtime.task_offsets import InitialOffsets, OffsetsError, SourceOffset
-from worker.runtime.task_state import StateListener, TaskState, TaskStatus
 
 
 class MemoryLog:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from herder.apply import AssignmentStep, apply_assignment
+from herder.member.apply import AssignmentStep, apply_assignment
 from protocol.messages import (
     EMPTY_ALLOCATION,
     Allocation,

@@ -10,13 +10,13 @@ from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
 
-from herder.auto_restart import RestartPolicy
-from herder.config_records import RestartRequest, TargetState
 from herder.herder import DistributedHerder
-from herder.membership import HeartbeatOutcome
+from herder.member.membership import HeartbeatOutcome
 from herder.requests import RequestTimedOut, WorkerStopping
-from herder.restart_timer import RestartTimer
-from herder.status_store import Status
+from herder.stores.config_records import RestartRequest, TargetState
+from herder.stores.status_store import Status
+from herder.tasks.auto_restart import RestartPolicy
+from herder.tasks.restart_timer import RestartTimer
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
     CountingPlugins,
@@ -25,8 +25,8 @@ from tests.unit.herder.memory_cluster import (
     running_herder,
     until,
 )
+from worker.plugins.task_state import TaskState
 from worker.runtime.spark_queries import TaskFencedError
-from worker.runtime.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "1"}
 TASK = ConnectorTaskId("flaky", 0)

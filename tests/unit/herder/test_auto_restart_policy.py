@@ -1,4 +1,4 @@
-"""The automatic-restart policy on its own (`herder.auto_restart`), against a clock the
+"""The automatic-restart policy on its own (`herder.tasks.auto_restart`), against a clock the
 tests move; and where its settings come from: the worker config and the connector's."""
 
 from __future__ import annotations
@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from herder.auto_restart import Outcome, RestartPolicy, RestartTracker, is_fenced
+from herder.tasks.auto_restart import Outcome, RestartPolicy, RestartTracker, is_fenced
 from protocol.messages import ConnectorTaskId
 from sparkherd.service import restart_policy
 from tests.support.plugins import plugins_for
+from worker.admission.registry import PluginRegistry
 from worker.config import WorkerConfig
 from worker.config.errors import ConfigError
 from worker.connectors import BUILTIN_CONNECTORS
 from worker.plugins.api import ConnectorConfigError
-from worker.plugins.registry import PluginRegistry
+from worker.plugins.task_state import TaskState
 from worker.runtime.spark_queries import TaskFencedError
-from worker.runtime.task_state import TaskState
 
 TASK = ConnectorTaskId("orders", 0)
 POLICY = RestartPolicy(enabled=True, max_attempts=3, initial_backoff_ms=1_000, max_backoff_ms=3_000)

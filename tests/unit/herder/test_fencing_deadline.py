@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from herder.group_member import GroupMember
+from herder.member.group_member import GroupMember
 
 
 class FakeClock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from herder.group_errors import MemberId, Reaction, Request, Verdict, reaction
+from herder.member.group_errors import MemberId, Reaction, Request, Verdict, reaction
 
 JOIN, SYNC, HEARTBEAT = Request.JOIN, Request.SYNC, Request.HEARTBEAT
 FAILED = Verdict.FAILED_ROUND

@@ -1,6 +1,6 @@
 """GroupLoop only carries the member machine out, and each of its fields has one owner.
 
-Read from herder/group_loop.py itself: the loop touches the machine through its entry
+Read from herder/member/group_loop.py itself: the loop touches the machine through its entry
 points alone (what it needs comes in commands, `Report` above all), and no field of the
 loop is written by two of its coroutines (the watchdog's `_fence_posted` was, by the
 watchdog and by the loop). The machine's side of that bargain, that the commands the loop
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from herder import lifecycle_messages as do
-from herder.lifecycle import TRANSITIONS
-from herder.member_states import IN_GROUP
+from herder.member import lifecycle_messages as do
+from herder.member.lifecycle import TRANSITIONS
+from herder.member.member_states import IN_GROUP
 from tests.unit.herder.test_lifecycle import EVENTS, machine
 
-SOURCE = Path(__file__).resolve().parents[3] / "herder" / "group_loop.py"
+SOURCE = Path(__file__).resolve().parents[3] / "herder" / "member" / "group_loop.py"
 ENTRY_POINTS = {"start", "handle"}
 """What `Lifecycle` offers its interpreter (its docstring says so)."""
 RUNS_IN: dict[str, set[str]] = {

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from herder.assignor import HandedOver
-from herder.config_store import ConfigStore
-from herder.leader import hand_over_changes
+from herder.member.leader import hand_over_changes
+from herder.stores.config_store import ConfigStore
 from protocol.messages import Allocation, ConnectorTaskId, Subscription
 from tests.unit.herder.memory_cluster import MemoryLog
 

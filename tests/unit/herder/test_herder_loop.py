@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from herder.config_records import TargetState
 from herder.errors import ConnectorExists, InvalidConnectorConfig, NoHandOff
-from herder.heartbeat_pace import heartbeat_pause_s
 from herder.herder import DistributedHerder
-from herder.membership import Generation, HeartbeatOutcome
+from herder.member.heartbeat_pace import heartbeat_pause_s
+from herder.member.membership import Generation, HeartbeatOutcome
 from herder.requests import RequestTimedOut
+from herder.stores.config_records import TargetState
 from herder.views import WorkerState
 from protocol.codec import Codec
 from protocol.messages import Allocation, Assignment, AssignmentError, ConnectorTaskId
@@ -28,8 +28,8 @@ from tests.unit.herder.memory_cluster import (
     until,
 )
 from worker.config.bounds import MAX_CONFIG_KEYS
+from worker.plugins.task_state import TaskState
 from worker.runtime.spark_queries import TaskFencedError
-from worker.runtime.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
 EMPTY_V3_ANSWER = Assignment(3, 3, AssignmentError.NONE, "other", "http://other:8083", -1)

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from herder.config_records import ConfigSnapshot
-from herder.leader import LeaderPlanner
-from herder.membership import JoinedMembers
+from herder.member.leader import LeaderPlanner
+from herder.member.membership import JoinedMembers
+from herder.stores.config_records import ConfigSnapshot
 from protocol.codec import decode_assignment, encode_subscription
 from protocol.connector_table import KNOWN_TABLES, NO_TABLE
 from protocol.messages import (

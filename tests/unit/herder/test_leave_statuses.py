@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from herder.kafka_log import RecordHandler
-from herder.status_store import StatusStore
+from herder.stores.kafka_log import RecordHandler
+from herder.stores.status_store import StatusStore
 from tests.unit.herder import memory_cluster
 from tests.unit.herder.memory_cluster import BYSTANDER, LoneCoordinator, MemoryLog, until
-from worker.runtime.task_state import TaskState
+from worker.plugins.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
 ACK_S = 0.3

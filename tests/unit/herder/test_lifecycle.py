@@ -6,9 +6,17 @@ from collections.abc import Callable
 
 import pytest
 
-from herder import lifecycle_messages as do
-from herder.lifecycle import CHORES, IGNORED, TRANSITIONS, IllegalTransition, Lifecycle, Next, Row
-from herder.lifecycle_messages import (
+from herder.member import lifecycle_messages as do
+from herder.member.lifecycle import (
+    CHORES,
+    IGNORED,
+    TRANSITIONS,
+    IllegalTransition,
+    Lifecycle,
+    Next,
+    Row,
+)
+from herder.member.lifecycle_messages import (
     ClaimedElsewhere,
     ConfigChanged,
     ConfigUnreadable,
@@ -27,8 +35,8 @@ from herder.lifecycle_messages import (
     StopRequested,
     Tick,
 )
-from herder.member_states import LifecycleSettings, MemberReport, MemberState
-from herder.membership import Generation, HeartbeatOutcome
+from herder.member.member_states import LifecycleSettings, MemberReport, MemberState
+from herder.member.membership import Generation, HeartbeatOutcome
 from protocol.codec import encode_assignment
 from protocol.messages import EMPTY_ALLOCATION, Allocation, Assignment, AssignmentError
 from protocol.versions import CURRENT_VERSION, EAGER_VERSION

@@ -27,7 +27,7 @@ async def test_the_leader_gives_an_overloaded_member_no_new_task(
     """With a bystander that has room this worker runs one task of two
     (test_herder_loop's leaving leader); overloaded, the bystander gets none, and the
     leader's log says why."""
-    caplog.set_level(logging.INFO, logger="herder.leader")
+    caplog.set_level(logging.INFO, logger="herder.member.leader")
     overloaded = replace(BYSTANDER, load=OVERLOADED_LOAD + 200)
     async with running_herder(tmp_path, LoneCoordinator(bystander=overloaded)) as (
         herder,

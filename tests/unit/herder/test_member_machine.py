@@ -5,10 +5,10 @@ states in the group, and what the machine tells its interpreter instead of being
 
 from __future__ import annotations
 
-from herder import lifecycle_messages as do
-from herder.lifecycle import Lifecycle
-from herder.lifecycle_actions import MemberData
-from herder.lifecycle_messages import (
+from herder.member import lifecycle_messages as do
+from herder.member.lifecycle import Lifecycle
+from herder.member.lifecycle_actions import MemberData
+from herder.member.lifecycle_messages import (
     ConfigChanged,
     CoordinatorLost,
     FenceDue,
@@ -18,8 +18,8 @@ from herder.lifecycle_messages import (
     StopRequested,
     Tick,
 )
-from herder.member_states import LifecycleSettings, MemberReport, MemberState, first_report
-from herder.membership import HeartbeatOutcome
+from herder.member.member_states import LifecycleSettings, MemberReport, MemberState, first_report
+from herder.member.membership import HeartbeatOutcome
 from tests.unit.herder.test_lifecycle import (
     PREDECESSORS,
     RUN,

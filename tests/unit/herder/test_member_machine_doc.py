@@ -1,6 +1,6 @@
 """docs/architecture.md shows the member machine's table as the code has it, row for row.
 
-The tables between the markers are made from `herder.lifecycle` by `member_machine_tables`
+The tables between the markers are made from `herder.member.lifecycle` by `member_machine_tables`
 below; a change of the machine that the page does not follow fails here, with the
 tables the page should show.
 """
@@ -9,11 +9,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from herder.lifecycle import CHORES, START, TRANSITIONS, ChoreRow, Next
-from herder.member_states import CARRYING_OUT, CHORE_STATES, IN_GROUP, JOINING_STATES, MemberState
+from herder.member.lifecycle import CHORES, START, TRANSITIONS, ChoreRow, Next
+from herder.member.member_states import (
+    CARRYING_OUT,
+    CHORE_STATES,
+    IN_GROUP,
+    JOINING_STATES,
+    MemberState,
+)
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "architecture.md"
-BEGIN = "<!-- the member machine's tables: made from herder/lifecycle.py, checked by a test -->"
+BEGIN = (
+    "<!-- the member machine's tables: made from herder/member/lifecycle.py, checked by a test -->"
+)
 END = "<!-- end of the member machine's tables -->"
 
 

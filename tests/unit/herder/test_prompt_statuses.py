@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from herder.config_records import TargetState
 from herder.herder import DistributedHerder
+from herder.stores.config_records import TargetState
 from tests.unit.herder.memory_cluster import LoneCoordinator, running_herder, until
-from worker.runtime.task_state import TaskState
+from worker.plugins.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
 

@@ -17,8 +17,8 @@ import pytest
 from aiokafka.errors import KafkaError
 
 from herder.errors import ConnectorExists, InvalidConnectorConfig
-from herder.kafka_log import RecordHandler
-from herder.membership import Generation, LeaderCallback, Subscribe
+from herder.member.membership import Generation, LeaderCallback, Subscribe
+from herder.stores.kafka_log import RecordHandler
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
     LoneCoordinator,

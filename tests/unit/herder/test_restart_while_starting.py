@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from herder.config_records import RestartRequest, TargetState
 from herder.herder import DistributedHerder
+from herder.stores.config_records import RestartRequest, TargetState
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import LoneCoordinator, running_herder, until
 from tests.unit.herder.test_request_lane import CONFIG, HeldStarts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from herder.group_errors import MAX_ROUND_BACKOFF_S, round_backoff_s
+from herder.member.group_errors import MAX_ROUND_BACKOFF_S, round_backoff_s
 
 
 @pytest.mark.parametrize(

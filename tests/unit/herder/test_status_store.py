@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from herder.status_store import Status
-from worker.runtime.task_state import TaskState
+from herder.stores.status_store import Status
+from worker.plugins.task_state import TaskState
 
 OLD_OWNER, NEW_OWNER = "127.0.0.1:8083", "127.0.0.1:8084"
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from herder.config_records import RestartRequest
+from herder.stores.config_records import RestartRequest
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
     LoneCoordinator,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from herder.config_records import TargetState
 from herder.errors import TasksStillRunning
+from herder.stores.config_records import TargetState
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
     LoneCoordinator,

@@ -1,4 +1,4 @@
-"""The task machine (`herder.task_machine`) alone: its table is whole and consistent, its
+"""The task machine (`herder.tasks.task_machine`) alone: its table is whole and consistent, its
 named rows do what they say, and random histories of events, carried out as the worker
 carries them out, never run a task twice, never lose one, and never drop a restart or a
 pause that arrives during a start."""
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from herder.task_machine import (
+from herder.tasks.task_machine import (
     IGNORED,
     PAUSE_DURING_START,
     RESTART_DURING_START,

@@ -1,6 +1,6 @@
 """Random walks of pauses, resumes, restarts and task config changes against a whole
 herder whose task starts hang until a test lets them end, as a Spark query's start does
-under load: `herder.task_work.TaskWork` carries the task machine out with real
+under load: `herder.tasks.task_work.TaskWork` carries the task machine out with real
 concurrency (starts in the background, stops awaited, a group loop between). Whatever
 the order, a task never starts while this worker still holds it or starts it, and once
 the starts may end it runs the newest config, or is stopped when its connector is
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from herder.config_records import RestartRequest, TargetState
 from herder.herder import DistributedHerder
+from herder.stores.config_records import RestartRequest, TargetState
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import CountingPlugins, running_herder, until
 from tests.unit.herder.test_request_lane import HeldStarts

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from herder import task_configs
+from herder.stores import task_configs
 from protocol.messages import ConnectorTaskId
 from tests.unit.herder.memory_cluster import (
     CountingPlugins,

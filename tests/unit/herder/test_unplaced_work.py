@@ -7,7 +7,7 @@ starts); a leader that marked it UNASSIGNED would outrank the holder's RUNNING f
 
 from __future__ import annotations
 
-from herder.leader import unplaced_work
+from herder.member.leader import unplaced_work
 from protocol.messages import Allocation, Assignment, AssignmentError, ConnectorTaskId, Subscription
 
 

@@ -15,10 +15,10 @@ from rest.loggers import LoggerLevels
 from rest.security import RestSecurity
 from tests.support.plugins import plugins_for
 from tests.unit.rest.fake_herder import FakeHerder
-from worker.plugins.registry import PluginRegistry
-from worker.runtime.task_errors import BatchErrors
+from worker.admission.registry import PluginRegistry
+from worker.plugins.task_state import StartupCounts
+from worker.records.errors.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress
-from worker.runtime.task_state import StartupCounts
 from worker.runtime.trigger_lag import TriggerLag
 
 

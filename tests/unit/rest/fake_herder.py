@@ -1,8 +1,8 @@
 """A herder for REST unit tests: one worker that leads, no Kafka, no Spark.
 
-Its cluster operations are the real `herder.admin.ClusterAdmin` over the real stores on
-in-memory topics (`tests.unit.herder.memory_cluster`), so a test sees what the herder
-itself refuses and the status code and error body the app makes of it; only the
+Its cluster operations are the real `ClusterAdmin` (`herder.admin.cluster_admin`) over
+the real stores on in-memory topics (`tests.unit.herder.memory_cluster`), so a test sees
+what the herder itself refuses and the status code and error body the app makes of it; only the
 worker's own state (health, views, metrics, leaving) is set by the test. Writes run at
 once rather than in a group loop's turn: there is none.
 """
@@ -15,18 +15,18 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from herder.admin import ClusterAdmin
-from herder.config_records import RestartRequest, TargetState
-from herder.config_store import ConfigStore
+from herder.admin.cluster_admin import ClusterAdmin
 from herder.errors import HerderError, NoHandOff, NotLeader
 from herder.metrics import RebalanceView, WorkerMetrics
-from herder.status_store import Status, StatusStore
-from herder.task_configs import TaskConfigWriter
+from herder.stores.config_records import RestartRequest, TargetState
+from herder.stores.config_store import ConfigStore
+from herder.stores.status_store import Status, StatusStore
+from herder.stores.task_configs import TaskConfigWriter
 from herder.views import ClusterView, WorkerState
 from protocol.messages import EMPTY_ALLOCATION, Allocation, ConnectorTaskId
 from tests.unit.herder.memory_cluster import CountingPlugins, MemoryLog, RecordingRuntime
+from worker.plugins.task_state import StartupCounts, TaskState
 from worker.runtime.task_offsets import SourceOffset
-from worker.runtime.task_state import StartupCounts, TaskState
 
 WORKER_ID = "10.0.0.1:8083"
 

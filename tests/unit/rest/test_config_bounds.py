@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from herder.config_records import TargetState
+from herder.stores.config_records import TargetState
 from tests.unit.rest.fake_herder import FakeHerder
 from worker.config.bounds import MAX_CONFIG_KEYS, MAX_CONFIG_TEXT_BYTES
 

@@ -16,9 +16,9 @@ from pydantic import BaseModel, Field, SecretStr, model_validator
 from rest.connector_plugins_routes import connect_type, connector_plugins_router
 from rest.errors import error_response
 from tests.support.plugins import plugins_for
+from worker.admission.registry import PluginRegistry, qualified_name
 from worker.connectors.generator import GeneratorConnector
 from worker.plugins.api import Connector, Task
-from worker.plugins.registry import PluginRegistry, qualified_name
 
 GENERATOR = qualified_name(GeneratorConnector)
 AUTO_RESTART_KEYS = [

@@ -8,12 +8,12 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from herder.config_records import RestartRequest, TargetState
 from herder.errors import HerderError
 from herder.requests import RequestTimedOut, WorkerStopping
+from herder.stores.config_records import RestartRequest, TargetState
 from protocol.messages import ConnectorTaskId
 from tests.unit.rest.fake_herder import WORKER_ID, FakeHerder
-from worker.runtime.task_state import TaskState
+from worker.plugins.task_state import TaskState
 
 GENERATOR = {"connector.class": "generator", "tasks.max": 2}
 

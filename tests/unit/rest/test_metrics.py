@@ -7,16 +7,16 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from herder.config_records import TargetState
+from herder.stores.config_records import TargetState
 from protocol.messages import Allocation, ConnectorTaskId
 from tests.unit.rest.conftest import FakeRuntime
 from tests.unit.rest.fake_herder import FakeHerder
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.task_state import TaskState
+from worker.records.errors.task_errors import BatchErrors, write_batch_errors
 from worker.runtime.checkpoint_offsets import newest_committed_batch
 from worker.runtime.task_error_totals import TaskErrorTotals, read_error_totals
-from worker.runtime.task_errors import BatchErrors, write_batch_errors
 from worker.runtime.task_progress import TaskProgress
-from worker.runtime.task_state import TaskState
 from worker.runtime.trigger_lag import TriggerLag
 
 

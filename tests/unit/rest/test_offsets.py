@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from herder.config_records import TargetState
+from herder.stores.config_records import TargetState
 from protocol.messages import ConnectorTaskId
 from rest.offsets import ALTERED, RESET
 from tests.unit.rest.fake_herder import FakeHerder
+from worker.plugins.task_state import TaskState
 from worker.runtime.task_offsets import SourceOffset
-from worker.runtime.task_state import TaskState
 
 NOT_STOPPED = (
     "Connectors must be in the STOPPED state before their offsets can be modified. This can "

@@ -15,7 +15,7 @@ from rest.progress import ProgressBody, TaskProgressBody, gathered
 from tests.support.processes import free_port
 from tests.unit.rest.conftest import FakeRuntime
 from tests.unit.rest.fake_herder import WORKER_ID, FakeHerder
-from worker.runtime.task_errors import BatchErrors
+from worker.records.errors.task_errors import BatchErrors
 from worker.runtime.task_progress import TaskProgress
 
 SEEN = TaskProgress(

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 
 from rest.connector_plugins_routes import connector_plugins_router
 from tests.support.plugins import plugins_for
+from worker.admission.registry import PluginRegistry, qualified_name
 from worker.connectors.generator import GeneratorConnector
-from worker.plugins.registry import PluginRegistry, qualified_name
 from worker.records.converters.spec import CLASS_NAMES, SETTINGS
 from worker.records.transforms import catalog
 

@@ -16,9 +16,9 @@ from rest.security import RestSecurity
 from tests.support.plugins import plugins_for
 from tests.unit.rest.conftest import RUNTIME
 from tests.unit.rest.fake_herder import FakeHerder
+from worker.admission.registry import PluginRegistry
 from worker.connectors.generator import GeneratorConnector
-from worker.plugins.registry import PluginRegistry
-from worker.runtime.task_state import TaskState
+from worker.plugins.task_state import TaskState
 
 SPARKHERD = version("sparkherd")
 

@@ -152,8 +152,8 @@ def test_restart_and_logger_outcomes() -> None:
     plan = {"connector": {"state": "RUNNING"}, "tasks": [{"id": 1, "state": "RESTARTING"}]}
     assert views.restart_outcome("demo", plan) == "connector demo: restarting task 1"
     assert views.restart_outcome("demo", {}) == "connector demo: nothing to restart"
-    assert "changed: herder, herder.work" in views.loggers_changed(
-        "herder", "DEBUG", ["herder", "herder.work"]
+    assert "changed: herder, herder.tasks.work" in views.loggers_changed(
+        "herder", "DEBUG", ["herder", "herder.tasks.work"]
     )
     assert "already" in views.loggers_changed("herder", "DEBUG", [])
 

@@ -1,4 +1,4 @@
-"""What a task's checkpoint was made for (`worker.runtime.checkpoint_fingerprint`), and admission
+"""What a task's checkpoint was made for (`worker.plugins.checkpoint_fingerprint`), and admission
 refusing a config its checkpoints no longer fit (issue 29, item 2): a generator re-created
 under its old name with another `output.path` looped in FAILED with Spark's
 BATCH_METADATA_NOT_FOUND."""
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from herder.auto_restart import needs_new_checkpoint
+from herder.tasks.auto_restart import needs_new_checkpoint
 from tests.support.plugins import plugins_for
+from worker.admission.connector_configs import RegistryPlugins
+from worker.admission.registry import PluginRegistry
 from worker.connectors import BUILTIN_CONNECTORS
 from worker.plugins.api import ConnectorConfigError
-from worker.plugins.connector_configs import RegistryPlugins
-from worker.plugins.registry import PluginRegistry
-from worker.runtime.checkpoint_fingerprint import (
+from worker.plugins.checkpoint_fingerprint import (
     FINGERPRINT_FILE,
     CheckpointNotFit,
     changed_keys,
@@ -23,7 +23,7 @@ from worker.runtime.checkpoint_fingerprint import (
     fit,
     recorded,
 )
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
 
 
 def generator(output: Path | str, **extra: str) -> dict[str, str]:

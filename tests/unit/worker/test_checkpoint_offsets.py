@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.runtime.checkpoint_layout import checkpoint_query_id
+from worker.plugins.checkpoint_layout import checkpoint_query_id
 from worker.runtime.checkpoint_offsets import (
     alter_offsets,
     altered_batches,

@@ -19,7 +19,7 @@ from worker.connectors.files.files_to_kafka import (
 )
 from worker.kafka.sink import IntentLog, OutRow, numbered
 from worker.plugins.api import ConnectorConfigError, TaskContext, parse_config
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
 
 BASE = {
     "connector.class": "files-to-kafka",

@@ -11,17 +11,17 @@ import pytest
 from pydantic import BaseModel, Field
 
 from tests.support.plugins import plugins_for
-from worker.connectors import BUILTIN_CONNECTORS, generator
-from worker.connectors.generator import GeneratorConnector, GeneratorSettings
-from worker.plugins.api import Connector, ConnectorConfigError, Task, parse_config, task_output_path
-from worker.plugins.registry import (
+from worker.admission.registry import (
     ENTRY_POINT_GROUP,
     PluginRegistry,
     UnknownPluginError,
     qualified_name,
     validate_connector_config,
 )
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.connectors import BUILTIN_CONNECTORS, generator
+from worker.connectors.generator import GeneratorConnector, GeneratorSettings
+from worker.plugins.api import Connector, ConnectorConfigError, Task, parse_config, task_output_path
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
 
 
 class EchoSettings(BaseModel):
@@ -263,7 +263,7 @@ def test_entry_point_plugins_are_registered_and_broken_ones_skipped(
         EntryPoint("not-a-connector", "pathlib:Path", ENTRY_POINT_GROUP),
     ]
 
-    with caplog.at_level(logging.WARNING, logger="worker.plugins.registry"):
+    with caplog.at_level(logging.WARNING, logger="worker.admission.registry"):
         registry = PluginRegistry(BUILTIN_CONNECTORS, installed)
 
     assert registry.list_plugins() == [EchoConnector, *BUILTIN_CONNECTORS]

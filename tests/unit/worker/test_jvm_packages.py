@@ -11,7 +11,7 @@ import pytest
 
 import sparkherd.service
 from worker.config import ConfigError, WorkerConfig
-from worker.runtime.jvm_packages import JVM_PACKAGES, SparkPackage, wanted_packages
+from worker.plugins.jvm_packages import JVM_PACKAGES, SparkPackage, wanted_packages
 
 DOCS = Path(__file__).parents[3] / "docs" / "operations" / "configuration.md"
 

@@ -28,10 +28,10 @@ from worker.connectors.partition_takeover import (
 )
 from worker.kafka.source import parse_assignment, parse_starting
 from worker.plugins.api import TaskContext
-from worker.runtime.checkpoint_fingerprint import FINGERPRINT_FILE
-from worker.runtime.checkpoint_layout import HANDOVER_FILE, checkpoint_dir_for
+from worker.plugins.checkpoint_fingerprint import FINGERPRINT_FILE
+from worker.plugins.checkpoint_layout import HANDOVER_FILE, checkpoint_dir_for
+from worker.plugins.task_claims import claim, fence_stopping_run, runs_stopped
 from worker.runtime.connector_offsets import reset_connector_offsets
-from worker.runtime.task_claims import claim, fence_stopping_run, runs_stopped
 
 
 def test_an_unchanged_split_or_an_added_partition_resumes_the_checkpoint() -> None:

@@ -9,14 +9,14 @@ from importlib.metadata import version
 import pytest
 from pydantic import BaseModel
 
-from worker.connectors.generator import GeneratorConnector
-from worker.plugins.api import Connector, ConnectorConfigError, Task
-from worker.plugins.registry import (
+from worker.admission.registry import (
     PluginRegistry,
     builtin_version,
     plugin_version,
     validate_connector_config,
 )
+from worker.connectors.generator import GeneratorConnector
+from worker.plugins.api import Connector, ConnectorConfigError, Task
 
 
 class NoSettings(BaseModel):

@@ -13,11 +13,11 @@ from aiokafka import TopicPartition
 
 from worker.connectors.partition_takeover import starting_offsets
 from worker.plugins.api import TaskContext
-from worker.runtime.checkpoint_fingerprint import FINGERPRINT_FILE
-from worker.runtime.checkpoint_layout import checkpoint_dir_for, handover_file
+from worker.plugins.checkpoint_fingerprint import FINGERPRINT_FILE
+from worker.plugins.checkpoint_layout import checkpoint_dir_for, handover_file
+from worker.plugins.task_claims import CLAIMS_DIR
 from worker.runtime.checkpoint_offsets import newest_committed_batch, newest_planned_batch
 from worker.runtime.connector_offsets import CheckpointOffsets, seed_connector_offsets
-from worker.runtime.task_claims import CLAIMS_DIR
 from worker.runtime.task_offsets import InitialOffsets, OffsetsError, SourceOffset
 
 SINK_SEED = InitialOffsets(positions={("orders", 0): 42, ("orders", 2): 7})

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.plugins import plugins_for
+from worker.admission.registry import PluginRegistry
+from worker.admission.shown_configs import HiddenSecretError, kept_secrets, shown_config
 from worker.connectors import default_registry
 from worker.plugins.api import HIDDEN
-from worker.plugins.registry import PluginRegistry
-from worker.plugins.shown_configs import HiddenSecretError, kept_secrets, shown_config
 
 CONFIG = {
     "connector.class": "kafka-to-jdbc",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.runtime.jvm_packages import SPARK_AVRO, SPARK_KAFKA
+from worker.plugins.jvm_packages import SPARK_AVRO, SPARK_KAFKA
 from worker.runtime.spark_packages import missing_from, package_bundles
 
 
@@ -55,7 +55,7 @@ def test_only_artifacts_spark_does_not_ship_are_added(tmp_path: Path) -> None:
 def test_delta_follows_the_installed_python_package_and_iceberg_its_pin() -> None:
     from importlib.metadata import version
 
-    from worker.runtime.jvm_packages import DELTA, ICEBERG
+    from worker.plugins.jvm_packages import DELTA, ICEBERG
 
     (delta,) = package_bundles(DELTA, "4.0.1")
     assert delta.coordinates == (f"io.delta:delta-spark_2.13:{version('delta-spark')}",)

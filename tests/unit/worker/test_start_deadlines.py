@@ -21,13 +21,13 @@ from pydantic import BaseModel
 from protocol.messages import ConnectorTaskId
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until_async
+from worker.admission.registry import PluginRegistry
 from worker.plugins.api import Connector, Task, TaskContext
-from worker.plugins.registry import PluginRegistry
-from worker.runtime.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.plugins.start_deadline import StartCancelledError, StartDeadline
+from worker.plugins.task_claims import is_released
+from worker.plugins.task_state import TaskState, TaskStatus
 from worker.runtime.spark_task_runtime import STOPPED_WHILE_STARTING, SparkTaskRuntime
-from worker.runtime.start_deadline import StartCancelledError, StartDeadline
-from worker.runtime.task_claims import is_released
-from worker.runtime.task_state import TaskState, TaskStatus
 
 TASK = ConnectorTaskId("slow", 0)
 CONFIG = {"name": "slow", "connector.class": "slow-start", "tasks.max": "1"}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.runtime import task_claims
-from worker.runtime.task_claims import CLAIMS_DIR, KEPT_CLAIMS, RELEASED_SUFFIX, claim, is_released
+from worker.plugins import task_claims
+from worker.plugins.task_claims import CLAIMS_DIR, KEPT_CLAIMS, RELEASED_SUFFIX, claim, is_released
 
 
 def test_a_later_claim_fences_an_earlier_one(tmp_path: Path) -> None:

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from worker.records.errors.task_errors import (
+    NO_ERRORS,
+    BatchErrors,
+    batch_errors_path,
+    write_batch_errors,
+)
 from worker.runtime.task_error_totals import (
     PROBE_LIMIT,
     TaskErrorTotals,
     fold_errors,
     read_error_totals,
-)
-from worker.runtime.task_errors import (
-    NO_ERRORS,
-    BatchErrors,
-    batch_errors_path,
-    write_batch_errors,
 )
 
 START = TaskErrorTotals()

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.runtime.task_errors import (
+from worker.records.errors.task_errors import (
     NO_ERRORS,
     BatchErrors,
     batch_errors_path,

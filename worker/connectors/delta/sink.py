@@ -39,7 +39,7 @@ from worker.connectors.delta.checks import (
 )
 from worker.connectors.table_columns import Column, columns_of, compare_columns
 from worker.plugins.api import TaskContext
-from worker.runtime.checkpoint_layout import checkpoint_query_id
+from worker.plugins.checkpoint_layout import checkpoint_query_id
 from worker.runtime.failure_traces import MAX_CHAIN
 
 if TYPE_CHECKING:

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, Field
 
-from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
 from worker.connectors.source_records import (
     CONVERTER_DEFAULTS,
     PublishOnceSettings,
@@ -48,6 +47,7 @@ from worker.plugins.api import (
     TaskContext,
     parse_config,
 )
+from worker.plugins.config_values import KAFKA_NAME_RULE, is_kafka_name
 from worker.records.converters.columns import ConverterMismatchError
 from worker.records.converters.spec import (
     ConverterSettings,

@@ -58,9 +58,9 @@ from worker.plugins.api import (
     Task,
     TaskContext,
 )
+from worker.plugins.checkpoint_layout import checkpoint_query_id
 from worker.records.converters.spec import RecordConverters
 from worker.records.errors.tolerant_batches import is_record_error
-from worker.runtime.checkpoint_layout import checkpoint_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

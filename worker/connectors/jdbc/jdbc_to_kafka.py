@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Final
 import psycopg2
 from pydantic import BaseModel, Field
 
-from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
 from worker.connectors.jdbc.connection import URL_KEY, JdbcConnectionSettings, url_files
 from worker.connectors.jdbc.positions import (
     QUERY_TABLE,
@@ -72,6 +71,8 @@ from worker.plugins.api import (
     TaskContext,
     parse_config,
 )
+from worker.plugins.config_values import KAFKA_NAME_RULE, is_kafka_name
+from worker.plugins.start_deadline import START_TIMEOUT_MS_DEFAULT, StartDeadline
 from worker.records.converters.columns import ConverterMismatchError
 from worker.records.converters.spec import (
     ConverterSettings,
@@ -83,7 +84,6 @@ from worker.records.errors.settings import not_reading_kafka_problems
 from worker.records.transforms.config import chain_problems, parse_chain, routed_topics
 from worker.records.transforms.routing import known_routes
 from worker.runtime.checkpoint_offsets import committed_offsets
-from worker.runtime.start_deadline import START_TIMEOUT_MS_DEFAULT, StartDeadline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

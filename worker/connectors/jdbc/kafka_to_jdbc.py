@@ -41,10 +41,10 @@ from worker.plugins.api import (
     Task,
     TaskContext,
 )
+from worker.plugins.checkpoint_layout import checkpoint_query_id
 from worker.records.converters.spec import RecordConverters
 from worker.records.transforms.config import parse_chain
 from worker.records.transforms.routing import known_routes
-from worker.runtime.checkpoint_layout import checkpoint_query_id
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

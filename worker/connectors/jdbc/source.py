@@ -48,7 +48,7 @@ from worker.connectors.jdbc.connection import (
 )
 from worker.connectors.jdbc.positions import Mark, Mode, mark_from_key, mark_of, offset_of
 from worker.connectors.jdbc.queries import Column, TableQueries
-from worker.runtime.start_deadline import StartDeadline
+from worker.plugins.start_deadline import StartDeadline
 
 FORMAT: Final = "sparkherd-jdbc"
 SPEC_OPTION: Final = "table.spec"

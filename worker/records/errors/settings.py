@@ -14,9 +14,9 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from worker.config.values import KAFKA_NAME_RULE, is_kafka_name
 from worker.kafka.topic_creation import BROKER_DEFAULT, MAX_REPLICATION_FACTOR
 from worker.plugins.api import JAVA_INT_MAX, ConfigProblem
+from worker.plugins.config_values import KAFKA_NAME_RULE, is_kafka_name
 
 PREFIX: Final = "errors."
 TOLERANCE_KEY: Final = "errors.tolerance"

@@ -12,7 +12,7 @@ task's query session, so `source` is this task's view and its settings hold):
    bad cast under ANSI mode or a division by zero; or `raise_error`), the failing
    records are found by bisection (`bisection`), each with its own error;
 3. the failed records are published to the dead letter queue, once (`dead_letter_queue`),
-   and the batch's counts written (`worker.runtime.task_errors`);
+   and the batch's counts written (`worker.records.errors.task_errors`);
 4. the query's result without the failed records goes to `commit` (the file sink, which
    commits a batch id once). A sink that writes outside Spark (a database) may find
    records it cannot write; it hands them to `put_failed` before it commits the rest,
@@ -64,6 +64,7 @@ from worker.records.errors.failed_records import (
     log_line,
 )
 from worker.records.errors.settings import ErrorHandlingSettings
+from worker.records.errors.task_errors import BatchErrors, write_batch_errors
 from worker.records.errors.transform_failures import (
     chain_failed_rows,
     read_from,
@@ -71,7 +72,6 @@ from worker.records.errors.transform_failures import (
     transform_failure,
 )
 from worker.records.sql_policy import QUERY_SESSION_CONF
-from worker.runtime.task_errors import BatchErrors, write_batch_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
