@@ -9,7 +9,7 @@ herder and REST can check and carry offsets without touching a checkpoint.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeGuard
 
@@ -139,21 +139,31 @@ def _sink_positions(
 ) -> dict[tuple[str, int], int]:
     reads = _sink_topics(config)
     positions: dict[tuple[str, int], int] = {}
-    seen: set[tuple[str, int]] = set()
-    for index, (partition, offset) in enumerate(entries):
-        where = f"initial_offsets[{index}]"
-        topic, number = _kafka_partition(partition, f"{where}.partition")
+    for where, topic, number, offset in _kafka_entries(entries, "initial_offsets"):
         if not reads(topic):
             raise OffsetsError(
                 f"{where}.partition: the connector does not read topic {topic!r} (its "
                 "topics or topics.regex): a partition of another topic is no offset of its"
             )
-        if (topic, number) in seen:
-            raise OffsetsError(f"{where}.partition: {topic}:{number} is given twice")
-        seen.add((topic, number))
         if offset is not None:
             positions[(topic, number)] = _kafka_offset(offset, f"{where}.offset")
     return positions
+
+
+def _kafka_entries(
+    entries: Sequence[OffsetEntry], label: str
+) -> Iterator[tuple[str, str, int, object]]:
+    """Each entry of a request naming Kafka partitions as Connect does: where it stands
+    (`label[i]`), its topic and partition, and its offset as given; a partition given
+    twice is refused."""
+    seen: set[tuple[str, int]] = set()
+    for index, (partition, offset) in enumerate(entries):
+        where = f"{label}[{index}]"
+        topic, number = _kafka_partition(partition, f"{where}.partition")
+        if (topic, number) in seen:
+            raise OffsetsError(f"{where}.partition: {topic}:{number} is given twice")
+        seen.add((topic, number))
+        yield where, topic, number, offset
 
 
 def _sink_topics(config: Mapping[str, str]) -> Callable[[str], bool]:
@@ -253,13 +263,7 @@ def sink_alterations(
     resets them all)."""
     holders = _sink_holders(committed)
     altered: dict[int, dict[int, Any]] = {}
-    seen: set[tuple[str, int]] = set()
-    for index, (partition, offset) in enumerate(entries):
-        where = f"offsets[{index}]"
-        topic, number = _kafka_partition(partition, f"{where}.partition")
-        if (topic, number) in seen:
-            raise OffsetsError(f"{where}.partition: {topic}:{number} is given twice")
-        seen.add((topic, number))
+    for where, topic, number, offset in _kafka_entries(entries, "offsets"):
         if offset is None:
             raise OffsetsError(
                 f"{where}.offset: a sink's partition cannot be reset alone here (a task's "
