@@ -230,10 +230,8 @@ class DistributedHerder:
             async with asyncio.timeout(timeout_s):
                 await self._work.status_writer.flush(timeout_s)
                 await self.statuses.read_to_end(timeout_s)
-                return
         except TimeoutError:
-            pass
-        log.warning("handed over, but the status topic does not show it yet")
+            log.warning("handed over, but the status topic does not show it yet")
 
     async def wait_closed(self) -> None:
         """Return when the group loop ends (it only ends on a fatal error)."""

@@ -88,12 +88,10 @@ def alter_offsets(checkpoint: Path, offsets: Mapping[int, Any]) -> int:
     )
     _write_new(checkpoint / "offsets" / str(batch), "\n".join([*header, *altered]))
     _write_new(checkpoint / "commits" / str(batch), commit)
-    superseded = range(-1 if last_commit is None else last_commit, batch)[1:]
+    uncommitted = range(0 if last_commit is None else last_commit + 1, batch + 1)
     listed = checkpoint / ALTERED_FILE
     temporary = listed.with_name(f".{ALTERED_FILE}.tmp")
-    temporary.write_text(
-        json.dumps(sorted({*altered_batches(checkpoint), *superseded, batch})), "utf-8"
-    )
+    temporary.write_text(json.dumps(sorted({*altered_batches(checkpoint), *uncommitted})), "utf-8")
     os.replace(temporary, listed)
     return batch
 
