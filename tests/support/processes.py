@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import ssl
@@ -26,11 +27,33 @@ from sparkherd.broker.kafka_kraft import KafkaKRaftEngine, ListenerSecurity
 from tests.support.polling import wait_until
 from worker.runtime.temp_space import TEMP_DIR, remove_stale_temp_spaces
 
+LOWEST_PORT = 10_000
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def first_ephemeral_port() -> int:
+    """Where the kernel's ephemeral ports begin: those it gives an outgoing connection."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    return 32_768
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, chosen below the ephemeral range.
+
+    A port the kernel hands out (a bind to port 0) is an ephemeral one: in the seconds
+    before the process meant for it binds it, an outgoing connection of any test (a Kafka
+    client, Spark's py4j, a poll) may get it as its own, and that process fails with
+    'Address already in use' (a restarted worker did in CI). Below the range only another
+    caller of this function could take it, and the choice is random across processes."""
+    while True:
+        port = LOWEST_PORT + secrets.randbelow(first_ephemeral_port() - LOWEST_PORT)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 def process_tree(root: int) -> set[int]:
