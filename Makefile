@@ -62,13 +62,21 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# The class archive of the tests' Spark drivers (tests/support/spark_class_archive.py):
+# they start in half the CPU. Dumped again when the venv or the JDK changes.
+SPARK_CLASSES := build/spark-classes.jsa
+JAVA := $(realpath $(shell command -v java))
+
+$(SPARK_CLASSES): $(DEV_STAMP) $(JAVA) | jvm-tools
+	$(BIN)/python -m tests.support.spark_class_archive $@
+
 # The docs first (seconds), then two pytest runs: the modules marked `parallel` (and every
 # unit and simulation test) two at a time, then the rest one at a time, as their timing and
 # short sessions need the machine. Both runs write JUnit XML to $(REPORTS), both run even
 # when the first fails, and the 25 slowest tests of the two are printed either way; the
 # target fails if either run did.
 REPORTS := .test-reports
-test: docs lint typecheck chromium jvm-tools postgresql
+test: docs lint typecheck chromium jvm-tools postgresql $(SPARK_CLASSES)
 	$(BIN)/python -m tests.bench.protocol_sizes
 	$(BIN)/python -m tests.bench.assignor_bench --quick
 	rm -rf $(REPORTS) && mkdir -p $(REPORTS)
@@ -83,7 +91,7 @@ test: docs lint typecheck chromium jvm-tools postgresql
 unit: setup
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: setup chromium jvm-tools postgresql
+integration: setup chromium jvm-tools postgresql $(SPARK_CLASSES)
 	$(BIN)/python -m pytest -q tests/integration
 
 # versus_jdbc_sink.py starts a PostgreSQL beside Kafka; the versus benches' jars come through mvn.
@@ -93,4 +101,4 @@ bench: setup jvm-tools postgresql
 		$(BIN)/python -m tests.bench.$$(basename $$script .py) || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(DATA_DIR) site .pytest_cache .mypy_cache .ruff_cache $(REPORTS)
+	rm -rf $(VENV) $(DATA_DIR) site .pytest_cache .mypy_cache .ruff_cache $(REPORTS) $(SPARK_CLASSES)

@@ -66,6 +66,7 @@ def transaction_open(bootstrap_servers: str, topic: str) -> bool:
         return settled.end_offsets(partitions) != everything.end_offsets(partitions)
 
 
+@pytest.mark.parallel  # asserts no timing: every record once, whenever they land
 def test_every_line_of_every_file_is_published_once_while_a_worker_is_killed(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:

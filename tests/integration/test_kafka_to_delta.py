@@ -27,6 +27,7 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkherd.broker.embedded import EmbeddedBroker
+from tests.support.jvm_options import spark_driver_options
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.lakehouse import delta_rows
 from tests.support.polling import wait_until
@@ -246,7 +247,7 @@ def race_first_batches(table: Path, root: Path) -> list[str]:
         {
             "spark.master": "local[2]",
             "spark.driver.memory": "512m",
-            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            "spark.driver.extraJavaOptions": spark_driver_options(),
         },
         "delta-race",
         lambda: spark_package_jars([DELTA], os.environ),

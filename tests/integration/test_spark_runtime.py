@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from pyspark.sql import functions as F
 
 from protocol.messages import ConnectorTaskId
+from tests.support.jvm_options import spark_driver_options
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until, wait_until_async
 from worker.admission.registry import PluginRegistry
@@ -106,7 +107,10 @@ class StateLog:
 
 @pytest.fixture(scope="module")
 def spark_provider() -> Iterator[SparkSessionProvider]:
-    provider = SparkSessionProvider({"spark.master": "local[2]"}, "sparkherd-runtime-test")
+    provider = SparkSessionProvider(
+        {"spark.master": "local[2]", "spark.driver.extraJavaOptions": spark_driver_options()},
+        "sparkherd-runtime-test",
+    )
     try:
         provider.get()
         yield provider

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from protocol.messages import ConnectorTaskId
 from tests.support.file_sink import committed_files
+from tests.support.jvm_options import spark_driver_options
 from tests.support.plugins import plugins_for
 from tests.support.polling import wait_until_async
 from worker.admission.registry import PluginRegistry
@@ -147,6 +148,7 @@ def spark_provider() -> Iterator[SparkSessionProvider]:
     provider = SparkSessionProvider(
         {
             "spark.master": "local[2]",
+            "spark.driver.extraJavaOptions": spark_driver_options(),
             "spark.sql.streaming.noDataProgressEventInterval": str(IDLE_REPORT_MS),
         },
         "sparkherd-task-metrics-test",

@@ -4,7 +4,8 @@ worker.
 A process keeps the JVM of the first SparkContext it started, and that JVM's jars: a
 later context's `spark.jars` is ignored. Under `pytest -n 2` two such modules may share a
 process in either order, so every in-process session asks for the same packages (the
-union of what those modules need), whichever comes first.
+union of what those modules need), whichever comes first, and the JVM options of a
+short-lived test JVM (`tests.support.jvm_options`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
+from tests.support.jvm_options import spark_driver_options
 from worker.plugins.jvm_packages import SPARK_AVRO
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
@@ -22,8 +24,11 @@ from worker.runtime.spark_session import SparkSessionProvider
 
 @contextlib.contextmanager
 def in_process_spark(app_name: str, conf: Mapping[str, str]) -> Iterator[SparkSession]:
+    options = f"{conf.get('spark.driver.extraJavaOptions', '')} {spark_driver_options()}".strip()
     provider = SparkSessionProvider(
-        conf, app_name, lambda: spark_package_jars([SPARK_AVRO], os.environ)
+        {**conf, "spark.driver.extraJavaOptions": options},
+        app_name,
+        lambda: spark_package_jars([SPARK_AVRO], os.environ),
     )
     try:
         yield provider.get()

@@ -24,6 +24,7 @@ import httpx
 
 from sparkherd.broker.embedded import BrokerEngine, EmbeddedBroker, TansuEngine
 from sparkherd.broker.kafka_kraft import KafkaKRaftEngine, ListenerSecurity
+from tests.support.jvm_options import spark_driver_options
 from tests.support.polling import wait_until
 from worker.runtime.temp_space import TEMP_DIR, remove_stale_temp_spaces
 
@@ -204,7 +205,7 @@ class WorkerProcess(ServiceProcess):
             f"data.dir={self.data_dir}",
             "spark.driver.memory=1g",
             "spark.master=local[2]",
-            "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            f"spark.driver.extraJavaOptions={spark_driver_options()}",
             WARM_UP_OFF,
             *self.extra,
             *([] if self.tls_ca is None else [f"listeners={self.url}"]),
