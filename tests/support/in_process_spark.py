@@ -19,14 +19,13 @@ from pyspark.sql import SparkSession
 from tests.support.jvm_options import spark_driver_options
 from worker.plugins.jvm_packages import SPARK_AVRO
 from worker.runtime.spark_packages import spark_package_jars
-from worker.runtime.spark_session import SparkSessionProvider
+from worker.runtime.spark_session import SparkSessionProvider, with_driver_java_options
 
 
 @contextlib.contextmanager
 def in_process_spark(app_name: str, conf: Mapping[str, str]) -> Iterator[SparkSession]:
-    options = f"{conf.get('spark.driver.extraJavaOptions', '')} {spark_driver_options()}".strip()
     provider = SparkSessionProvider(
-        {**conf, "spark.driver.extraJavaOptions": options},
+        with_driver_java_options(conf, spark_driver_options()),
         app_name,
         lambda: spark_package_jars([SPARK_AVRO], os.environ),
     )

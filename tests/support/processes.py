@@ -47,8 +47,9 @@ def free_port() -> int:
     client, Spark's py4j, a poll) may get it as its own, and that process fails with
     'Address already in use' (a restarted worker did in CI). Below the range only another
     caller of this function could take it, and the choice is random across processes."""
+    span = first_ephemeral_port() - LOWEST_PORT
     while True:
-        port = LOWEST_PORT + secrets.randbelow(first_ephemeral_port() - LOWEST_PORT)
+        port = LOWEST_PORT + secrets.randbelow(span)
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))

@@ -70,14 +70,16 @@ def _exercise(spark: SparkSession, scratch: Path) -> None:
         query.stop()
 
 
-def _run(java_options: str) -> None:
-    """One driver's life, to its JVM's exit, when a dynamic archive is written."""
+def _run(java_options: str, exercise: bool) -> None:
+    """One driver's life, to its JVM's exit, when a dynamic archive is written; without
+    `exercise` only its start, all a check of `-Xshare:on` needs."""
     spark = _session(java_options)
     gateway = spark.sparkContext._gateway
     assert gateway is not None
-    with tempfile.TemporaryDirectory() as scratch:
-        _exercise(spark, Path(scratch))
-        spark.stop()
+    if exercise:
+        with tempfile.TemporaryDirectory() as scratch:
+            _exercise(spark, Path(scratch))
+    spark.stop()
     process = gateway.proc
     process.stdin.close()  # the JVM exits when its parent's pipe closes
     process.wait(timeout=120)
@@ -90,19 +92,25 @@ def main(argv: list[str]) -> int:
     archive = Path(argv[1]).resolve()
     archive.parent.mkdir(parents=True, exist_ok=True)
     draft = archive.with_name(f".{archive.name}.{os.getpid()}")
-    step = [sys.executable, "-m", "tests.support.spark_class_archive", "--run"]
-    subprocess.run([*step, f"-XX:ArchiveClassesAtExit={draft} -Xlog:cds*=off"], check=True)
-    if not draft.exists():
-        print(f"the JVM wrote no class archive at {draft}", file=sys.stderr)
-        return 1
-    subprocess.run([*step, f"-XX:SharedArchiveFile={draft} -Xshare:on"], check=True)
-    os.replace(draft, archive)
+    driver = [sys.executable, "-m", "tests.support.spark_class_archive"]
+    try:
+        dump = f"-XX:ArchiveClassesAtExit={draft} -Xlog:cds*=off"
+        subprocess.run([*driver, "--run", dump], check=True)
+        if not draft.exists():
+            print(f"the JVM wrote no class archive at {draft}", file=sys.stderr)
+            return 1
+        subprocess.run(
+            [*driver, "--check", f"-XX:SharedArchiveFile={draft} -Xshare:on"], check=True
+        )
+        os.replace(draft, archive)
+    finally:
+        draft.unlink(missing_ok=True)
     print(f"{archive}: {archive.stat().st_size / 2**20:.0f} MiB of Spark's classes")
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--run":
-        _run(sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] in ("--run", "--check"):
+        _run(sys.argv[2], exercise=sys.argv[1] == "--run")
         sys.exit(0)
     sys.exit(main(sys.argv))

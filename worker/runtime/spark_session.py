@@ -72,15 +72,22 @@ SPARK_LOG_CONFIGS: Final = {
 LOG_CONFIG_OPTION: Final = "-Dlog4j2.configurationFile="
 
 
+DRIVER_JAVA_OPTIONS: Final = "spark.driver.extraJavaOptions"
+
+
+def with_driver_java_options(conf: Mapping[str, str], options: str) -> dict[str, str]:
+    """`conf`, with `options` after the driver JVM's options it already has."""
+    given = conf.get(DRIVER_JAVA_OPTIONS, "")
+    return {**conf, DRIVER_JAVA_OPTIONS: f"{given} {options}".strip()}
+
+
 def with_quiet_spark_log(conf: Mapping[str, str], log_format: LogFormat = "text") -> dict[str, str]:
     """`conf`, with the driver JVM logging through `spark_log4j2.properties` (warnings
     that matter, not the start-up notices; JSON lines for `log.format=json`) unless a
     log4j configuration is given."""
-    options = conf.get("spark.driver.extraJavaOptions", "")
-    if LOG_CONFIG_OPTION in options:
+    if LOG_CONFIG_OPTION in conf.get(DRIVER_JAVA_OPTIONS, ""):
         return dict(conf)
-    quiet = f"{LOG_CONFIG_OPTION}{SPARK_LOG_CONFIGS[log_format]}"
-    return {**conf, "spark.driver.extraJavaOptions": f"{options} {quiet}".strip()}
+    return with_driver_java_options(conf, f"{LOG_CONFIG_OPTION}{SPARK_LOG_CONFIGS[log_format]}")
 
 
 def bound_to_loopback_when_local(conf: Mapping[str, str]) -> dict[str, str]:
@@ -98,10 +105,9 @@ def in_temp_space(conf: Mapping[str, str], space: Path) -> dict[str, str]:
     (`blockmgr-*`, `spark-*`), whose default is `java.io.tmpdir`. Setting
     `spark.local.dir` itself would do the same with a warning at every start (a cluster
     manager may override it); a `spark.local.dir` or `java.io.tmpdir` given wins."""
-    options = conf.get("spark.driver.extraJavaOptions", "")
-    if "-Djava.io.tmpdir=" in options:
+    if "-Djava.io.tmpdir=" in conf.get(DRIVER_JAVA_OPTIONS, ""):
         return dict(conf)
-    return {**conf, "spark.driver.extraJavaOptions": f"{options} -Djava.io.tmpdir={space}".strip()}
+    return with_driver_java_options(conf, f"-Djava.io.tmpdir={space}")
 
 
 def _start_jvm_apart(conf: Mapping[str, str], kept_fds: tuple[int, ...] = ()) -> SparkContext:
