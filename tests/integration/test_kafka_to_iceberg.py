@@ -90,7 +90,14 @@ class Lake:
         self.api.call("PUT", f"/connectors/{name}/config", expect, json=config)
 
     def trace(self, name: str) -> str:
-        status = self.api.wait_states(name, "RUNNING", ["FAILED"])
+        """The failed task's trace; a task that does not fail in time fails the test with
+        the worker's lines about it (a CI run once saw one RUNNING for two minutes)."""
+        try:
+            status = self.api.wait_states(name, "RUNNING", ["FAILED"])
+        except AssertionError as timeout:
+            assert self.worker is not None
+            about = [line for line in self.worker.log_text().splitlines() if name in line]
+            raise AssertionError("\n".join([str(timeout), *about[-40:]])) from None
         trace: str = status["tasks"][0]["trace"]
         return trace
 

@@ -3,8 +3,9 @@ flood while the broker is away.
 
 When the broker goes down, every Kafka client in the worker (config, status, group)
 reports the same failure several times a second; repeating one line that often buries
-the lines that matter (fencing, rejoining), so a message already printed within the
-quiet period is dropped.
+the lines that matter (fencing, rejoining), so a warning or error already printed within
+the quiet period is dropped. Lines below WARNING are events, never a flood, and each is
+kept: a task restarted within the period logs that it is running again.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ REPEAT_QUIET_S = 30.0
 
 
 class RepeatFilter(logging.Filter):
-    """Drops a record whose logger and message were already let through recently."""
+    """Drops a warning or error whose logger and message were already let through
+    recently."""
 
     def __init__(
         self, quiet_s: float = REPEAT_QUIET_S, clock: Callable[[], float] = time.monotonic
@@ -59,6 +61,8 @@ class RepeatFilter(logging.Filter):
         self._last_seen: dict[tuple[str, str], float] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
         key = (record.name, record.getMessage())
         now = self._clock()
         last = self._last_seen.get(key)

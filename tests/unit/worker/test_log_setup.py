@@ -16,8 +16,8 @@ from worker.runtime.log_setup import (
 from worker.runtime.spark_session import with_quiet_spark_log
 
 
-def record(name: str, message: str) -> logging.LogRecord:
-    return logging.LogRecord(name, logging.ERROR, __file__, 1, message, None, None)
+def record(name: str, message: str, level: int = logging.ERROR) -> logging.LogRecord:
+    return logging.LogRecord(name, level, __file__, 1, message, None, None)
 
 
 def test_a_repeated_line_is_dropped_until_the_quiet_period_is_over() -> None:
@@ -30,6 +30,13 @@ def test_a_repeated_line_is_dropped_until_the_quiet_period_is_over() -> None:
     assert repeats.filter(record("herder", "Unable connect to node 1"))
     now[0] = 30.5
     assert repeats.filter(record("aiokafka", "Unable connect to node 1"))
+
+
+def test_an_event_below_warning_is_never_dropped_as_a_repeat() -> None:
+    """A task restarted within the quiet period says again that it is running."""
+    repeats = RepeatFilter(quiet_s=30.0, clock=lambda: 0.0)
+    running = record("worker.runtime", "Task gen-0 is running", logging.INFO)
+    assert repeats.filter(running) and repeats.filter(running)
 
 
 def test_a_json_line_names_the_task_it_is_about() -> None:
