@@ -70,11 +70,11 @@ JAVA := $(realpath $(shell command -v java))
 $(SPARK_CLASSES): $(DEV_STAMP) $(JAVA) | jvm-tools
 	$(BIN)/python -m tests.support.spark_class_archive $@
 
-# The docs first (seconds), then two pytest runs: the modules marked `parallel` (and every
-# unit and simulation test) two at a time, then the rest one at a time, as their timing and
-# short sessions need the machine. Both runs write JUnit XML to $(REPORTS), both run even
-# when the first fails, and the 25 slowest tests of the two are printed either way; the
-# target fails if either run did.
+# The docs first (seconds), then two pytest runs, each two modules at a time: the modules
+# marked `parallel` (and every unit and simulation test), which keep both cores busy, then
+# the rest, whose timing and short sessions want no such neighbour. Both runs write JUnit
+# XML to $(REPORTS), both run even when the first fails, and the 25 slowest tests of the two
+# are printed either way; the target fails if either run did.
 REPORTS := .test-reports
 test: docs lint typecheck chromium jvm-tools postgresql $(SPARK_CLASSES)
 	$(BIN)/python -m tests.bench.protocol_sizes
@@ -83,9 +83,9 @@ test: docs lint typecheck chromium jvm-tools postgresql $(SPARK_CLASSES)
 	status=0; \
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'parallel or not integration' \
 		--junitxml=$(REPORTS)/parallel.xml || status=1; \
-	$(BIN)/python -m pytest -q -m 'integration and not parallel' \
-		--junitxml=$(REPORTS)/serial.xml || status=1; \
-	$(BIN)/python -m tests.support.slowest 25 $(REPORTS)/parallel.xml $(REPORTS)/serial.xml; \
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'integration and not parallel' \
+		--junitxml=$(REPORTS)/timed.xml || status=1; \
+	$(BIN)/python -m tests.support.slowest 25 $(REPORTS)/parallel.xml $(REPORTS)/timed.xml; \
 	exit $$status
 
 unit: setup

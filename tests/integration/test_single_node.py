@@ -19,6 +19,7 @@ from sparkherd.broker.embedded import BrokerStartError, EmbeddedBroker, port_is_
 from sparkherd.broker.kafka_kraft import ListenerSecurity
 from sparkherd.service import REST_KEEP_ALIVE_S
 from tests.support.file_sink import committed_column, committed_files
+from tests.support.jvm_options import spark_driver_options
 from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port, ready_worker, running_broker
@@ -237,12 +238,14 @@ def test_invalid_config_fails_with_one_clear_line() -> None:
 @contextlib.contextmanager
 def sparkherd_up(data_dir: Path, log: Path, *flags: str) -> Iterator[tuple[str, str]]:
     """`sparkherd up` on free ports, ready; its REST URL and its broker's address. Killed
-    on the way out."""
+    on the way out. Its Spark driver gets the tests' JVM options, which change how fast
+    it starts, not what it does."""
     rest_port, broker_port = free_port(), free_port()
     url = f"http://127.0.0.1:{rest_port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKHERD_")}
     command = [sys.executable, "-m", "sparkherd.cli", "up", "--rest-port", str(rest_port)]
     command += ["--broker-port", str(broker_port), "--data-dir", str(data_dir), *flags]
+    command += ["--set", f"spark.driver.extraJavaOptions={spark_driver_options()}"]
     with open(log, "ab") as out:
         up = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True

@@ -44,9 +44,9 @@ def test_the_slowest_of_every_run_are_listed_slowest_first_failed_ones_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = junit_of(tmp_path, "first", TESTS)
-    slowest.main(["2", str(first), str(tmp_path / "serial.xml")])
+    slowest.main(["2", str(first), str(tmp_path / "timed.xml")])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "serial.xml: missing (the run stopped before pytest wrote it)"
+    assert lines[0] == "timed.xml: missing (the run stopped before pytest wrote it)"
     assert lines[1].startswith("first.xml: 3 tests, 1 failed, ")
     assert lines[2] == "the 2 slowest tests of the whole run (setup + call + teardown):"
     assert len(lines) == 5
