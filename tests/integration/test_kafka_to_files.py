@@ -17,6 +17,8 @@ from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
 from tests.support.processes import ready_worker
 from tests.support.rest_client import Api
+from worker.plugins.checkpoint_layout import checkpoint_dir_for
+from worker.runtime.checkpoint_offsets import batch_end_offsets, newest_planned_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.parallel]
 """Both tests assert what lands, never how fast: a neighbour's load slows them, no more."""
@@ -82,6 +84,72 @@ def test_every_record_lands_once_while_a_worker_is_killed_and_restarted(
     assert sorted(key for key, _, _ in rows) == sorted(f"key-{n}" for n in range(RECORDS))
     per_partition = sorted((p, o) for _, p, o in rows)
     assert len(set(per_partition)) == RECORDS
+
+
+BACKLOG = 300
+BOUND = 40
+
+
+def batch_sizes(checkpoint: Path) -> list[int]:
+    """The offsets each planned batch of a one-source checkpoint reads, from its offsets
+    log (a new topic's partitions start at 0)."""
+    sizes: list[int] = []
+    before: dict[tuple[str, str], int] = {}
+    for batch in range(newest_planned_batch(checkpoint) + 1):
+        ends = {
+            (topic, part): offset
+            for topic, parts in batch_end_offsets(checkpoint, batch)[0].items()
+            for part, offset in parts.items()
+        }
+        sizes.append(sum(end - before.get(at, 0) for at, end in ends.items()))
+        before = ends
+    return sizes
+
+
+def wait_for_records(root: Path, clients: tuple[str, ...], count: int) -> None:
+    for client in clients:
+        wait_until(
+            partial(committed_records, root / client),
+            120,
+            what=f"{count} records through kafka.client={client}",
+            until=lambda rows: len(rows) >= count,
+        )
+
+
+def test_a_backlog_is_read_in_batches_of_at_most_batch_max_records_by_either_source(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """Spark's JVM source and the Python source, each given a backlog, then killed and
+    given another: no batch reads more than `batch.max.records` (plus under a record per
+    partition, as Spark rounds), the first after the restart included, which the Python
+    reader counts from the checkpoint's newest batch; every record once."""
+    servers = broker.bootstrap_servers
+    topic = new_topic(servers, "backlog", 2)
+    halves = range(BACKLOG // 2), range(BACKLOG // 2, BACKLOG)
+    produce(servers, topic, keyed(halves[0]))
+    clients = ("jvm", "python")
+    with ready_worker("bounded", servers, tmp_path) as worker:
+        for client in clients:
+            config = {
+                "connector.class": "kafka-to-files",
+                "kafka.bootstrap.servers": servers,
+                "topics": topic,
+                "output.path": str(tmp_path / client),
+                "trigger.interval.ms": "100",
+                "kafka.client": client,
+                "batch.max.records": str(BOUND),
+            }
+            Api(worker.url).call("PUT", f"/connectors/{client}/config", 201, json=config)
+        wait_for_records(tmp_path, clients, len(halves[0]))
+        worker.kill()
+        produce(servers, topic, keyed(halves[1]))
+        worker.start().wait_ready(120)
+        wait_for_records(tmp_path, clients, BACKLOG)
+    for client in clients:
+        rows = committed_records(tmp_path / client)
+        assert len({(partition, offset) for _, partition, offset in rows}) == len(rows) == BACKLOG
+        sizes = batch_sizes(checkpoint_dir_for(worker.checkpoint_root, client, 0))
+        assert sum(sizes) == BACKLOG and max(sizes) <= BOUND + 1, (client, sizes)
 
 
 def csv_rows(task_dir: Path) -> list[dict[str, str]]:

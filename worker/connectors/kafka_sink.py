@@ -37,7 +37,7 @@ from aiokafka import TopicPartition
 from pydantic import BaseModel, Field, field_validator
 
 from worker.connectors.claimed_batches import BatchStep
-from worker.connectors.partition_takeover import SinkHasBatch, starting_offsets
+from worker.connectors.partition_takeover import SinkHasBatch, batch_bound, starting_offsets
 from worker.connectors.source_view import source_schema, unreadable_schemas
 from worker.kafka.connection import KafkaConnectionSettings
 from worker.kafka.source import format_assignment, parse_assignment
@@ -125,6 +125,14 @@ class KafkaSinkSettings(KafkaConnectionSettings, DecodingSettings, ErrorHandling
     kafka_client: KafkaClientChoice = Field(default="auto", alias="kafka.client")
     trigger_interval_ms: int = Field(
         default=1000, alias="trigger.interval.ms", ge=100, le=JAVA_INT_MAX
+    )
+    batch_max_records: int = Field(
+        default=500_000,
+        alias="batch.max.records",
+        ge=1,
+        le=JAVA_INT_MAX,
+        description="The most Kafka offsets one micro-batch reads, so that a backlog of any "
+        "size is read in bounded batches (Spark's maxOffsetsPerTrigger)",
     )
 
     @field_validator("topics", mode="before")
@@ -266,6 +274,7 @@ def sink_records(
         starting,
         settings.kafka_client,
         headers=dead_letter_queue is not None or reads_headers(context.task_config),
+        bound=batch_bound(context.checkpoint_dir, settings.batch_max_records),
     )
     key, value = (
         task_payload_type(

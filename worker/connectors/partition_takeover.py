@@ -53,6 +53,7 @@ from worker.connectors.partition_moves import (
     split_handover,
     start_offsets,
 )
+from worker.kafka.batch_bound import BatchBound
 from worker.plugins.api import TaskContext
 from worker.plugins.checkpoint_fingerprint import FINGERPRINT_FILE
 from worker.plugins.checkpoint_layout import HANDOVER_FILE
@@ -134,6 +135,14 @@ def starting_offsets(
         sorted(sources),
     )
     return json.dumps(offsets)
+
+
+def batch_bound(checkpoint: Path, max_offsets: int) -> BatchBound:
+    """Each batch's bound, with where the next batch begins: after the newest batch the
+    checkpoint planned (read after `starting_offsets`, which may have retired it)."""
+    planned = newest_planned_batch(checkpoint)
+    resume = None if planned < 0 else json.dumps(batch_end_offsets(checkpoint, planned)[0])
+    return BatchBound(max_offsets, resume)
 
 
 def held_positions(checkpoint: Path) -> Positions:

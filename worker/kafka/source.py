@@ -12,7 +12,11 @@ partitions to read as `topic:p,topic:q`; `starting.offsets`, `earliest` (default
 earliest and -1 for latest, as Spark's JVM source reads it), used only for a partition
 that the checkpoint does not know yet;
 `include.headers`, `true` to add the records' headers as a `headers` column of the type
-Spark's JVM source gives with `includeHeaders` (default `false`, as there).
+Spark's JVM source gives with `includeHeaders` (default `false`, as there);
+`max.offsets.per.batch`, the bound of `worker.kafka.batch_bound` (default none), with
+`resume.offsets`, the end offsets of the newest batch the checkpoint planned (required
+with the bound whenever the checkpoint has a batch: Spark tells a restarted reader only
+the end of each new batch it asks for).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Final
 from aiokafka import TopicPartition
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
+from worker.kafka.batch_bound import capped_ends
 from worker.kafka.client import BlockingKafka
 from worker.kafka.connection import KafkaConnection
 
@@ -35,6 +40,8 @@ SCHEMA: Final = (
 )
 HEADERS_FIELD: Final = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 INCLUDE_HEADERS: Final = "include.headers"
+MAX_OFFSETS_PER_BATCH: Final = "max.offsets.per.batch"
+RESUME_OFFSETS: Final = "resume.offsets"
 Offsets = dict[str, dict[str, int]]
 EARLIEST: Final = -2
 LATEST: Final = -1
@@ -97,6 +104,18 @@ def _position(offsets: Offsets, tp: TopicPartition) -> int | None:
     return offsets.get(tp.topic, {}).get(str(tp.partition))
 
 
+def _positions(text: str) -> dict[TopicPartition, int]:
+    try:
+        offsets = json.loads(text)
+        return {
+            TopicPartition(topic, int(partition)): int(offset)
+            for topic, by_partition in offsets.items()
+            for partition, offset in by_partition.items()
+        }
+    except (ValueError, AttributeError, TypeError):
+        raise ValueError(f"{RESUME_OFFSETS} must be offsets as JSON, not {text!r}") from None
+
+
 @dataclass(frozen=True)
 class KafkaRange(InputPartition):  # type: ignore[misc]
     """One batch's records of one Kafka partition: offsets [start, end)."""
@@ -119,6 +138,11 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         self._starting, self._specific = parse_starting(options.get("starting.offsets", "earliest"))
         self._headers = include_headers(options)
         self._kafka: BlockingKafka | None = None
+        limit = options.get(MAX_OFFSETS_PER_BATCH)
+        self._limit = int(limit) if limit else None
+        resume = options.get(RESUME_OFFSETS)
+        self._planned = _positions(resume) if resume else None
+        self._initial: dict[TopicPartition, int] | None = None
 
     def _client(self) -> BlockingKafka:
         if self._kafka is None:
@@ -126,7 +150,14 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         return self._kafka
 
     def initialOffset(self) -> Offsets:
-        return _as_offsets(self._starting_positions(self._assigned))
+        return _as_offsets(self._initial_positions())
+
+    def _initial_positions(self) -> dict[TopicPartition, int]:
+        """Looked up once: Spark asks for the first batch's end before its start, and the
+        bound of that end must count from the very start Spark then gets."""
+        if self._initial is None:
+            self._initial = self._starting_positions(self._assigned)
+        return self._initial
 
     def _starting_positions(
         self, partitions: Sequence[TopicPartition]
@@ -141,7 +172,23 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         }
 
     def latestOffset(self) -> Offsets:
-        return _as_offsets(self._client().end_offsets(self._assigned))
+        """The partitions' ends, or with a bound, the next batch's: Spark reads from the
+        previous batch's end to the end answered here."""
+        ends = self._client().end_offsets(self._assigned)
+        if self._limit is not None:
+            ends = capped_ends(self._batch_starts(), ends, self._limit)
+            self._planned = ends
+        return _as_offsets(ends)
+
+    def _batch_starts(self) -> dict[TopicPartition, int]:
+        """Where the next batch begins: after the newest batch planned, else at the initial
+        offsets; a partition new to both at `starting.offsets`."""
+        known = self._planned if self._planned is not None else self._initial_positions()
+        new = [tp for tp in self._assigned if tp not in known]
+        return {
+            **{tp: known[tp] for tp in self._assigned if tp in known},
+            **(self._starting_positions(new) if new else {}),
+        }
 
     def partitions(self, start: Offsets, end: Offsets) -> list[KafkaRange]:
         """A partition that is new to the checkpoint starts at `starting.offsets`."""

@@ -22,10 +22,16 @@ from typing import TYPE_CHECKING, Final, Literal
 from aiokafka import TopicPartition
 from pyspark.errors import AnalysisException
 
+from worker.kafka.batch_bound import BatchBound
 from worker.kafka.connection import KafkaConnection
 from worker.kafka.data_source import FORMAT, KafkaDataSource
 from worker.kafka.sink import TRANSACTION_TIMEOUT_MS
-from worker.kafka.source import INCLUDE_HEADERS, format_assignment
+from worker.kafka.source import (
+    INCLUDE_HEADERS,
+    MAX_OFFSETS_PER_BATCH,
+    RESUME_OFFSETS,
+    format_assignment,
+)
 from worker.kafka.transactions import ExactlyOnceSupport, TransactionalIds, fence_earlier_producers
 from worker.plugins.api import TaskContext
 
@@ -59,27 +65,35 @@ def read_kafka(
     starting_offsets: str,
     client: KafkaClientChoice,
     headers: bool = False,
+    bound: BatchBound | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of the given partitions, with Spark's Kafka schema (and,
     with `headers`, the records' headers as Spark's JVM source gives them: a `headers`
     column of (key STRING, value BINARY) structs, from either source). `starting_offsets`
     is `earliest`, `latest` or, for each partition, where to start as Spark's JVM source
-    reads it (`{"<topic>": {"<partition>": <offset>}}`, -2 earliest, -1 latest)."""
+    reads it (`{"<topic>": {"<partition>": <offset>}}`, -2 earliest, -1 latest); `bound`
+    caps each micro-batch (`worker.kafka.batch_bound`)."""
     if client != "python":
         try:
-            return _read_jvm(spark, connection, partitions, starting_offsets, headers)
+            return _read_jvm(spark, connection, partitions, starting_offsets, headers, bound)
         except AnalysisException as exc:
             if exc.getCondition() not in MISSING_SOURCE:
                 raise
             if client == "jvm":
                 raise JvmKafkaMissingError() from exc
     register(spark)
+    limits = {}
+    if bound is not None:
+        limits[MAX_OFFSETS_PER_BATCH] = str(bound.max_offsets)
+        if bound.resume is not None:
+            limits[RESUME_OFFSETS] = bound.resume
     return (
         spark.readStream.format(FORMAT)
         .options(**connection.source_options())
         .option("assign", format_assignment(partitions))
         .option("starting.offsets", starting_offsets)
         .option(INCLUDE_HEADERS, str(headers).lower())
+        .options(**limits)
         .load()
     )
 
@@ -90,10 +104,12 @@ def _read_jvm(
     partitions: Sequence[TopicPartition],
     starting_offsets: str,
     headers: bool,
+    bound: BatchBound | None,
 ) -> DataFrame:
     assign: dict[str, list[int]] = {}
     for tp in partitions:
         assign.setdefault(tp.topic, []).append(tp.partition)
+    limits = {} if bound is None else {"maxOffsetsPerTrigger": str(bound.max_offsets)}
     return (
         spark.readStream.format(JVM_FORMAT)
         .options(**connection.jvm_options())
@@ -101,6 +117,7 @@ def _read_jvm(
         .option("startingOffsets", starting_offsets)
         .option("failOnDataLoss", "true")
         .option("includeHeaders", str(headers).lower())
+        .options(**limits)
         .load()
     )
 
