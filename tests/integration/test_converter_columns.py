@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import functions as f
 from pyspark.sql.types import BinaryType, StructType, _parse_datatype_string
 
-from tests.support.in_process_spark import in_process_spark
+from tests.support.in_process_spark import binary_rows, in_process_spark
 from worker.kafka.source import SCHEMA
 from worker.plugins.api import ConnectorConfigError
 from worker.records.converters.columns import decode, encode, row_payload, with_parses
@@ -197,7 +197,7 @@ def test_what_cannot_be_converted_is_marked_and_nulls_are_not(
     else:
         settings = {**settings, "value.schema": "id LONG"}
     spec = converter_spec(settings, "value", "read")
-    raw = spark.createDataFrame([(p,) for p in [*payloads, None, b"null"]], "raw BINARY")
+    raw = binary_rows(spark, [*payloads, None, b"null"])
     decoded = decode(spec, f.col("raw"), declared_type(spec, spark))
     marked = with_parses(raw, decoded).select(decoded.failed.alias("f"))
     expected = [True] * len(payloads) + [False, spec.kind == "avro"]

@@ -44,7 +44,7 @@ from tests.support.converter_corpus import (
     one_order,
     same,
 )
-from tests.support.in_process_spark import in_process_spark
+from tests.support.in_process_spark import binary_rows, in_process_spark
 from worker.records.converters.columns import decode, encode, with_parses
 from worker.records.converters.connect_schema import ATTRIBUTES, spark_type
 from worker.records.converters.payload_types import declared_type, inferred_type
@@ -100,7 +100,7 @@ def decoded(
     spark: SparkSession, spec: ConverterSpec, data_type: DataType, data: Sequence[bytes | None]
 ) -> list[tuple[Any, bool]]:
     """Each record's value as sparkherd decodes it, and whether it could not."""
-    frame = spark.createDataFrame([(d,) for d in data], "raw BINARY")
+    frame = binary_rows(spark, data)
     result = decode(spec, f.col("raw"), data_type)
     rows = (
         with_parses(frame, result)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as f
 
 from tests.support.jvm_options import spark_driver_options
 from worker.plugins.jvm_packages import SPARK_AVRO
@@ -33,3 +34,11 @@ def in_process_spark(app_name: str, conf: Mapping[str, str]) -> Iterator[SparkSe
         yield provider.get()
     finally:
         provider.stop()
+
+
+def binary_rows(spark: SparkSession, data: Sequence[bytes | None]) -> DataFrame:
+    """A `raw BINARY` column holding `data` in order, built in the JVM from literals: a
+    frame made from a Python list has a Python worker re-pickle the list at every query it
+    feeds, half of a small query's time."""
+    rows = [f.struct(f.lit(value).cast("binary").alias("raw")) for value in data]
+    return spark.range(1).select(f.inline(f.array(*rows)))
