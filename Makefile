@@ -72,18 +72,21 @@ $(SPARK_CLASSES): $(DEV_STAMP) $(JAVA) | jvm-tools
 
 # The docs first (seconds), then two pytest runs, each two modules at a time: the modules
 # marked `parallel` (and every unit and simulation test), which keep both cores busy, then
-# the rest, whose timing and short sessions want no such neighbour. Both runs write JUnit
+# the rest, whose timing and short sessions want no such neighbour. Modules marked `long`
+# are dealt out first (tests/conftest.py), in place of xdist's order by number of tests,
+# so that neither process is left with a long module at the end. Both runs write JUnit
 # XML to $(REPORTS), both run even when the first fails, and the 25 slowest tests of the two
 # are printed either way; the target fails if either run did.
 REPORTS := .test-reports
+TWO_AT_A_TIME := -n 2 --dist loadfile --no-loadscope-reorder
 test: docs lint typecheck chromium jvm-tools postgresql $(SPARK_CLASSES)
 	$(BIN)/python -m tests.bench.protocol_sizes
 	$(BIN)/python -m tests.bench.assignor_bench --quick
 	rm -rf $(REPORTS) && mkdir -p $(REPORTS)
 	status=0; \
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'parallel or not integration' \
+	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'parallel or not integration' \
 		--junitxml=$(REPORTS)/parallel.xml || status=1; \
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m 'integration and not parallel' \
+	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'integration and not parallel' \
 		--junitxml=$(REPORTS)/timed.xml || status=1; \
 	$(BIN)/python -m tests.support.slowest 25 $(REPORTS)/parallel.xml $(REPORTS)/timed.xml; \
 	exit $$status

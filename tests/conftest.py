@@ -24,6 +24,14 @@ settings.register_profile("sparkherd", deadline=None)
 settings.load_profile("sparkherd")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules marked `long` first, in their order, then the rest in theirs.
+    pytest-xdist deals out whole modules (`--dist loadfile`, without its reordering by
+    number of tests) as its processes run short of work: a long module dealt out last
+    left one process running it alone for a minute and more."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     with running_broker(tmp_path_factory.mktemp("kafka"), "kafka") as started:

@@ -21,7 +21,7 @@ from tests.support.rest_client import Api
 from tests.support.sink_set import TIMEOUT_S, SinkSet, sink_set
 from worker.kafka.connection import KafkaConnection
 
-pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+pytestmark = [pytest.mark.integration, pytest.mark.parallel, pytest.mark.long]
 
 OUTAGE_S = 30
 RESUME_S = 600

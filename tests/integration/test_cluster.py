@@ -25,7 +25,7 @@ from tests.support.cluster import (
 from tests.support.file_sink import committed_column
 from tests.support.polling import wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 DELAY_S = 20
 

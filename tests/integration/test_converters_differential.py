@@ -53,7 +53,7 @@ from worker.records.converters.spec import ConverterSpec, Side, converter_spec
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+pytestmark = [pytest.mark.integration, pytest.mark.parallel, pytest.mark.long]
 
 JSON: Final = "org.apache.kafka.connect.json.JsonConverter"
 TOPIC: Final = "orders"

@@ -39,7 +39,7 @@ from worker.plugins.jvm_packages import DELTA
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 
-pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+pytestmark = [pytest.mark.integration, pytest.mark.parallel, pytest.mark.long]
 
 WAVE = 600
 CHUNKS = 6

@@ -23,7 +23,7 @@ from tests.support.lakehouse import delta_rows, iceberg_rows, keyed_once
 from tests.support.polling import wait_until
 from worker.kafka.client import BlockingKafka
 
-pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+pytestmark = [pytest.mark.integration, pytest.mark.parallel, pytest.mark.long]
 
 WORKERS = 2
 TASKS_EACH = 2

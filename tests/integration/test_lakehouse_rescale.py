@@ -27,7 +27,7 @@ from tests.support.rest_client import Api
 from tests.support.running_producer import Producer
 from worker.kafka.client import Outgoing
 
-pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+pytestmark = [pytest.mark.integration, pytest.mark.parallel, pytest.mark.long]
 
 PARTITIONS = 2
 ICEBERG_TABLE = "shop.rescaled"

@@ -37,7 +37,7 @@ from tests.support.bounce import (
 from tests.support.cluster import Cluster
 from tests.support.processes import WARM_UP_ON
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 WORKERS = 2
 TASKS = 3

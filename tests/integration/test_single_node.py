@@ -24,7 +24,7 @@ from tests.support.kafka_topics import keyed, new_topic, produce
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess, free_port, ready_worker, running_broker
 
-pytestmark = [pytest.mark.integration, pytest.mark.parallel]
+pytestmark = [pytest.mark.integration, pytest.mark.parallel, pytest.mark.long]
 
 
 def generator(output: Path, tasks: int = 2, rate: int = 20) -> dict[str, str]:

@@ -29,7 +29,7 @@ from tests.support.file_sink import committed_column, committed_files
 from tests.support.polling import wait_until
 from tests.support.processes import WorkerProcess
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 TASKS = 4
 SESSION_TIMEOUT_MS = 6000
