@@ -13,7 +13,7 @@ BROKER ?= tansu
 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup chromium jvm-tools postgresql run test docs docs-serve lint typecheck unit integration bench clean
+.PHONY: setup chromium jvm-tools postgresql run test limits docs docs-serve lint typecheck unit integration bench clean
 
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -70,18 +70,24 @@ JAVA := $(realpath $(shell command -v java))
 $(SPARK_CLASSES): $(DEV_STAMP) $(JAVA) | jvm-tools
 	$(BIN)/python -m tests.support.spark_class_archive $@
 
-# The docs first (seconds), then two pytest runs, each two modules at a time: the modules
-# marked `parallel` (and every unit and simulation test), which keep both cores busy, then
-# the rest, whose timing and short sessions want no such neighbour. Modules marked `long`
-# are dealt out first (tests/conftest.py), in place of xdist's order by number of tests,
-# so that neither process is left with a long module at the end. Both runs write JUnit
-# XML to $(REPORTS), both run even when the first fails, and the 25 slowest tests of the two
-# are printed either way; the target fails if either run did.
-REPORTS := .test-reports
-TWO_AT_A_TIME := -n 2 --dist loadfile --no-loadscope-reorder
-test: docs lint typecheck chromium jvm-tools postgresql $(SPARK_CLASSES)
+# The limits the suite holds the protocol and the assignor to (under a minute together).
+limits: setup
 	$(BIN)/python -m tests.bench.protocol_sizes
 	$(BIN)/python -m tests.bench.assignor_bench --quick
+
+# First the docs, lint, types and limits beside the class archive's dump, two at a time
+# (the dump, half a minute, is mostly Spark's; each check is one Python). Then two pytest
+# runs, each two modules at a time: the modules marked `parallel` (and every unit and
+# simulation test), which keep both cores busy, then the rest, whose timing and short
+# sessions want no such neighbour. Modules marked `long` are dealt out first
+# (tests/conftest.py), in place of xdist's order by number of tests, so that neither
+# process is left with a long module at the end. Both runs write JUnit XML to $(REPORTS),
+# both run even when the first fails, and the 25 slowest tests of the two are printed
+# either way; the target fails if either run did.
+REPORTS := .test-reports
+TWO_AT_A_TIME := -n 2 --dist loadfile --no-loadscope-reorder
+test: setup chromium jvm-tools postgresql
+	$(MAKE) --no-print-directory -j2 docs lint typecheck limits $(SPARK_CLASSES)
 	rm -rf $(REPORTS) && mkdir -p $(REPORTS)
 	status=0; \
 	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'parallel or not integration' \
