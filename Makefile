@@ -76,14 +76,14 @@ limits: setup
 	$(BIN)/python -m tests.bench.assignor_bench --quick
 
 # First the docs, lint, types and limits beside the class archive's dump, two at a time
-# (the dump, half a minute, is mostly Spark's; each check is one Python). Then two pytest
-# runs, each two modules at a time: the modules marked `parallel` (and every unit and
-# simulation test), which keep both cores busy, then the rest, whose timing and short
-# sessions want no such neighbour. Modules marked `long` are dealt out first
-# (tests/conftest.py), in place of xdist's order by number of tests, so that neither
-# process is left with a long module at the end. Both runs write JUnit XML to $(REPORTS),
-# both run even when the first fails, and the 25 slowest tests of the two are printed
-# either way; the target fails if either run did.
+# (the dump, half a minute, is mostly Spark's; each check is one Python). Then three pytest
+# runs: the modules marked `parallel` (and every unit and simulation test), two at a time,
+# keeping both cores busy; the rest, whose timing and short sessions want no such
+# neighbour, two at a time beside each other only; then those marked `alone`, one at a
+# time. Modules marked `long` are dealt out first (tests/conftest.py), in place of xdist's
+# order by number of tests, so that neither process is left with a long module at the
+# end. Each run writes JUnit XML to $(REPORTS), each runs even when one before it failed,
+# and the 25 slowest tests of all are printed either way; the target fails if any run did.
 REPORTS := .test-reports
 TWO_AT_A_TIME := -n 2 --dist loadfile --no-loadscope-reorder
 test: setup chromium jvm-tools postgresql
@@ -92,9 +92,12 @@ test: setup chromium jvm-tools postgresql
 	status=0; \
 	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'parallel or not integration' \
 		--junitxml=$(REPORTS)/parallel.xml || status=1; \
-	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'integration and not parallel' \
+	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'integration and not parallel and not alone' \
 		--junitxml=$(REPORTS)/timed.xml || status=1; \
-	$(BIN)/python -m tests.support.slowest 25 $(REPORTS)/parallel.xml $(REPORTS)/timed.xml; \
+	$(BIN)/python -m pytest -q -m 'integration and alone' \
+		--junitxml=$(REPORTS)/alone.xml || status=1; \
+	$(BIN)/python -m tests.support.slowest 25 $(REPORTS)/parallel.xml $(REPORTS)/timed.xml \
+		$(REPORTS)/alone.xml; \
 	exit $$status
 
 unit: setup
