@@ -76,18 +76,11 @@ def parse_starting(text: str) -> tuple[int, dict[TopicPartition, int]]:
     `latest`, or JSON of each partition's (a partition it does not name: earliest)."""
     if text in ("earliest", "latest"):
         return (EARLIEST if text == "earliest" else LATEST), {}
-    try:
-        given = json.loads(text)
-        specific = {
-            TopicPartition(topic, int(partition)): int(offset)
-            for topic, by_partition in given.items()
-            for partition, offset in by_partition.items()
-        }
-    except (ValueError, AttributeError, TypeError):
-        raise ValueError(
-            "starting.offsets must be earliest, latest or JSON such as "
-            f'{{"topic": {{"0": 42}}}}, not {text!r}'
-        ) from None
+    specific = _positions(
+        text,
+        "starting.offsets must be earliest, latest or JSON such as "
+        f'{{"topic": {{"0": 42}}}}, not {text!r}',
+    )
     if any(offset < EARLIEST for offset in specific.values()):
         raise ValueError(f"starting.offsets has an offset below -2: {text!r}")
     return EARLIEST, specific
@@ -104,7 +97,9 @@ def _position(offsets: Offsets, tp: TopicPartition) -> int | None:
     return offsets.get(tp.topic, {}).get(str(tp.partition))
 
 
-def _positions(text: str) -> dict[TopicPartition, int]:
+def _positions(text: str, refusal: str) -> dict[TopicPartition, int]:
+    """Offsets given as JSON (`{"<topic>": {"<partition>": <offset>}}`); `refusal` is the
+    error's message for text of another shape."""
     try:
         offsets = json.loads(text)
         return {
@@ -113,7 +108,7 @@ def _positions(text: str) -> dict[TopicPartition, int]:
             for partition, offset in by_partition.items()
         }
     except (ValueError, AttributeError, TypeError):
-        raise ValueError(f"{RESUME_OFFSETS} must be offsets as JSON, not {text!r}") from None
+        raise ValueError(refusal) from None
 
 
 @dataclass(frozen=True)
@@ -141,7 +136,11 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         limit = options.get(MAX_OFFSETS_PER_BATCH)
         self._limit = int(limit) if limit else None
         resume = options.get(RESUME_OFFSETS)
-        self._planned = _positions(resume) if resume else None
+        self._planned = (
+            _positions(resume, f"{RESUME_OFFSETS} must be offsets as JSON, not {resume!r}")
+            if resume
+            else None
+        )
         self._initial: dict[TopicPartition, int] | None = None
 
     def _client(self) -> BlockingKafka:
