@@ -17,6 +17,7 @@ from tests.bench.result_file import (
     REQUIRED_KEYS,
     RESULTS,
     Machine,
+    ResultFile,
     add_json_option,
     default_path,
     java_version,
@@ -105,9 +106,14 @@ def test_a_run_writes_its_result_file_when_asked(tmp_path: Path) -> None:
 def test_a_run_without_json_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """On `ResultFile` itself: a whole bench run costs seconds, and the run above shows
+    that `protocol_sizes` writes through it."""
     monkeypatch.chdir(tmp_path)
+    parser = argparse.ArgumentParser()
+    add_json_option(parser)
     before = sorted(RESULTS.glob("*")) if RESULTS.exists() else []
-    assert protocol_sizes.main([]) == 0
+    result = ResultFile(protocol_sizes.__file__, parser.parse_args([]), [])
+    assert result.write({"fits": True}, {"limit_bytes": 1}) is None
     assert (sorted(RESULTS.glob("*")) if RESULTS.exists() else []) == before
     assert list(tmp_path.iterdir()) == []
     assert "result written" not in capsys.readouterr().out
