@@ -263,7 +263,7 @@ class DistributedHerder:
 
     def cluster_view(self) -> ClusterView:
         workers = {self.worker_id: EMPTY_ALLOCATION, **self.statuses.owners()}
-        workers[self.worker_id] = self.owned
+        workers[self.worker_id] = self._work.at_work
         return ClusterView(
             leader_url=self.leader_url,
             generation=self.generation,

@@ -36,6 +36,7 @@ SHOWN = {
     TaskCommand.SHOW_UNASSIGNED: TaskState.UNASSIGNED,
 }
 PAUSING = (TaskPhase.PAUSED, TaskPhase.PAUSE_PENDING)
+NOT_STARTED = (TaskPhase.NEW, TaskPhase.AWAITING_RELEASE)
 
 Fed = tuple[ConnectorTaskId, TaskEvent]
 
@@ -90,6 +91,10 @@ class TaskWork:
 
     def owned(self) -> frozenset[ConnectorTaskId]:
         return frozenset(self._tasks)
+
+    def not_started(self) -> frozenset[ConnectorTaskId]:
+        """Owned tasks that wait for their previous owner's release, or for a config."""
+        return frozenset(t for t, record in self._tasks.items() if record.phase in NOT_STARTED)
 
     # -- what happened ---------------------------------------------------------------------
 

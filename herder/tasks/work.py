@@ -88,6 +88,13 @@ class LocalWork:
     def owned(self) -> Allocation:
         return Allocation.of(self._connectors, self._tasks.owned())
 
+    @property
+    def at_work(self) -> Allocation:
+        """What this worker runs, starts or stops: a task handed over in the round that
+        revokes it is owned twice until its previous owner has stopped it, and at work
+        on one worker at a time."""
+        return self.owned.minus(Allocation.of((), self._tasks.not_started()))
+
     # -- starting and stopping -------------------------------------------------------------
 
     def start(self, assigned: Allocation, await_release: Allocation = EMPTY_ALLOCATION) -> None:

@@ -283,10 +283,13 @@ async def handed_over_awaiting_release(
 async def test_a_task_handed_over_in_its_revoking_round_starts_once_released(
     tmp_path: Path,
 ) -> None:
+    """Until then its previous owner runs it, and only that owner shows it (`/workers`)."""
     async with handed_over_awaiting_release(tmp_path) as (herder, runtime):
         assert not runtime.running and herder.owned.tasks == frozenset(MOVING)
+        assert not herder.cluster_view().workers[herder.worker_id].tasks
         runtime.released.set()
         await until(lambda: sorted(runtime.running) == MOVING, "both tasks started")
+        assert herder.cluster_view().workers[herder.worker_id].tasks == frozenset(MOVING)
 
 
 async def test_a_task_revoked_while_it_awaits_its_release_never_starts(tmp_path: Path) -> None:
