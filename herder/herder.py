@@ -28,7 +28,7 @@ from herder.requests import RequestQueue
 from herder.runtime import ConnectorPlugins, TaskRuntime
 from herder.settings import HerderSettings
 from herder.stores.config_store import ConfigStore
-from herder.stores.status_store import Status, StatusStore
+from herder.stores.status_store import Status, StatusStore, not_shown_elsewhere
 from herder.stores.task_configs import TaskConfigWriter
 from herder.tasks.auto_restart import RestartPolicy
 from herder.tasks.work import LocalWork
@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 STATUS_FLUSH_TIMEOUT_S = 10.0
 """How long shutdown waits for the last status writes before leaving the group anyway."""
+TAKE_UP_POLL_S = 0.1
+"""How often a leaving worker looks whether the others show its work (the status topic
+is read in the background, so this reads memory)."""
 
 
 class DistributedHerder:
@@ -207,18 +210,42 @@ class DistributedHerder:
         return None
 
     async def leave_for_good(self, timeout_s: float) -> bool:
-        """Announce a departure for good (scale-down); whether this worker ran nothing any
-        more within `timeout_s` (see `GroupLoop.leave_for_good`). Raises `NoHandOff` at
-        once rather than wait `timeout_s` for a hand-off that cannot happen."""
+        """Announce a departure for good (scale-down); whether, within `timeout_s`, this
+        worker ran nothing any more (see `GroupLoop.leave_for_good`) and the statuses
+        showed all it ran on other workers. Raises `NoHandOff` at once rather than wait
+        `timeout_s` for a hand-off that cannot happen."""
         refusal = self.hand_off_refusal()
         if refusal is not None:
             raise NoHandOff(refusal)
+        handed = self.owned
         clock = asyncio.get_running_loop()
         deadline = clock.time() + timeout_s
         if not await self._loop.leave_for_good(timeout_s):
             return False
         await self._statuses_shown(max(deadline - clock.time(), 0.0))
-        return True
+        return await self._taken_up(handed, lambda: deadline - clock.time())
+
+    async def _taken_up(self, handed: Allocation, left_s: Callable[[], float]) -> bool:
+        """Until the statuses show each of `handed` that is still configured on another
+        worker: running nothing, this worker has given its work up, but handed it over
+        only once another runs it. A leader that left before its follower had taken the
+        round that placed its work left that work unplaced until the follower, alone, led
+        a round of its own (on Tansu, 13 s of a bounced leader's tasks' 15 s gap)."""
+        while True:
+            configured = self.configs.snapshot().configured()
+            waiting = not_shown_elsewhere(
+                handed.intersection(configured), self.statuses.owners(), self.worker_id
+            )
+            if waiting.is_empty():
+                return True
+            if left_s() <= 0:
+                log.info(
+                    "handed over, but no other worker shows %d connectors and %d tasks yet",
+                    len(waiting.connectors),
+                    len(waiting.tasks),
+                )
+                return False
+            await asyncio.sleep(min(TAKE_UP_POLL_S, left_s()))
 
     async def _statuses_shown(self, timeout_s: float) -> None:
         """Until the status topic, and this worker's view of it, show every task stopped

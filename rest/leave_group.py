@@ -38,7 +38,8 @@ def leave_group_router() -> APIRouter:
         herder: HerderDep,
         timeout_ms: int = Query(default=60_000, ge=0, le=600_000),
     ) -> JSONResponse:
-        """200 once this worker runs nothing; 202 if its work is still being handed over;
+        """200 once this worker runs nothing and the statuses show all it ran on other
+        workers; 202 if its work is still being handed over;
         409 at once if it cannot be: a group of one, or an eager group."""
         handed_over = await herder.leave_for_good(timeout_ms / 1000)
         body = LeaveGroupBody(

@@ -8,6 +8,7 @@ one's and is ignored on read, so the newest owner's word always wins.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TypeVar
 
@@ -105,6 +106,16 @@ class StatusStore:
         elif key.startswith(TASK_STATUS_PREFIX):
             name, _, index = key.removeprefix(TASK_STATUS_PREFIX).rpartition("-")
             _merge(self._tasks, ConnectorTaskId(name, int(index)), status)
+
+
+def not_shown_elsewhere(work: Allocation, owners: Mapping[str, Allocation], me: str) -> Allocation:
+    """What of `work` no worker but `me` says it runs (`StatusStore.owners`): work this
+    worker handed over is in good hands once this is empty."""
+    elsewhere = Allocation.of()
+    for worker, owned in owners.items():
+        if worker != me:
+            elsewhere = elsewhere.union(owned)
+    return work.minus(elsewhere)
 
 
 def _merge(statuses: dict[K, Status], key: K, status: Status | None) -> None:

@@ -24,10 +24,10 @@ from herder.member.membership import (
 from herder.settings import HerderSettings
 from herder.stores.config_store import ConfigStore
 from herder.stores.kafka_log import OpenLog, RecordHandler
-from herder.stores.status_store import StatusStore
+from herder.stores.status_store import Status, StatusStore
 from herder.tasks.auto_restart import RestartPolicy
 from protocol.codec import Codec
-from protocol.messages import ConnectorTaskId, Subscription
+from protocol.messages import Allocation, ConnectorTaskId, Subscription
 from protocol.versions import CURRENT_VERSION
 from tests.support.polling import wait_until_async
 from worker.plugins.task_state import StateListener, TaskState, TaskStatus
@@ -354,3 +354,12 @@ async def running_herder(
 async def until(condition: Callable[[], bool], what: str) -> None:
     """The suite's polling policy, at the pace of a herder that runs in memory."""
     await wait_until_async(condition, 5.0, what=what, interval_s=0.01)
+
+
+async def take_up(herder: DistributedHerder, work: Allocation) -> None:
+    """What the bystander writes once it runs `work`."""
+    running = Status(TaskState.RUNNING, BYSTANDER.worker_id, herder.generation)
+    for name in work.connectors:
+        await herder.statuses.put_connector(name, running)
+    for task in work.tasks:
+        await herder.statuses.put_task(task, running)

@@ -25,6 +25,7 @@ from tests.unit.herder.memory_cluster import (
     LoneCoordinator,
     RecordingRuntime,
     running_herder,
+    take_up,
     until,
 )
 from worker.config.bounds import MAX_CONFIG_KEYS
@@ -234,17 +235,32 @@ async def test_a_leader_alone_in_its_group_knows_it(tmp_path: Path) -> None:
         assert herder.alone
 
 
-async def test_a_leaving_leader_stays_for_the_round_that_places_its_work(tmp_path: Path) -> None:
+async def test_a_leaving_leader_stays_until_another_worker_shows_its_work(
+    tmp_path: Path,
+) -> None:
     """The round after the one that revokes a leaving leader's work gives that work to
-    the others, and only the leader can run it."""
+    the others, and only the leader can run it; the work is handed over once another
+    worker's status shows it: on Tansu a follower may take that round only later."""
     coordinator = LoneCoordinator(bystander=BYSTANDER)
     async with running_herder(tmp_path, coordinator) as (herder, runtime):
         await herder.admin.create_connector("moving", CONFIG)
         await until(lambda: len(runtime.running) == 1, "its share: one task of two")
-        announced_in = herder.generation
-        assert await herder.leave_for_good(5.0)
+        handed, announced_in = herder.owned, herder.generation
+        leaving = asyncio.create_task(herder.leave_for_good(5.0))
+        await until(lambda: herder.generation == announced_in + 2, "the round that places it")
         assert not runtime.running
-        assert herder.generation == announced_in + 2
+        assert not leaving.done(), "handed over while no other worker showed the work"
+        await take_up(herder, handed)
+        assert await leaving
+
+
+async def test_a_departure_whose_work_nobody_shows_is_not_a_hand_over(tmp_path: Path) -> None:
+    coordinator = LoneCoordinator(bystander=BYSTANDER)
+    async with running_herder(tmp_path, coordinator) as (herder, runtime):
+        await herder.admin.create_connector("moving", CONFIG)
+        await until(lambda: len(runtime.running) == 1, "its share: one task of two")
+        assert not await herder.leave_for_good(0.5)
+        assert not runtime.running
 
 
 async def test_a_departure_nobody_could_take_over_is_refused_at_once(tmp_path: Path) -> None:

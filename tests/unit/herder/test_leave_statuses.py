@@ -1,5 +1,6 @@
 """A leaving worker's answer does not run ahead of its statuses: once `leave_for_good`
-says "handed over", the status store shows none of its stopped tasks RUNNING here. A
+says "handed over", the status store shows none of its stopped tasks here, each on the
+worker that took it. A
 caller that read the status right after the answer saw them RUNNING on the worker that
 had just stopped them (test_scale_down[tansu] failed so); the status topic here takes a
 moment to acknowledge a write, as a broker across a network does."""
@@ -14,7 +15,13 @@ import pytest
 from herder.stores.kafka_log import RecordHandler
 from herder.stores.status_store import StatusStore
 from tests.unit.herder import memory_cluster
-from tests.unit.herder.memory_cluster import BYSTANDER, LoneCoordinator, MemoryLog, until
+from tests.unit.herder.memory_cluster import (
+    BYSTANDER,
+    LoneCoordinator,
+    MemoryLog,
+    take_up,
+    until,
+)
 from worker.plugins.task_state import TaskState
 
 CONFIG = {"connector.class": "counting", "tasks.max": "2"}
@@ -52,8 +59,12 @@ async def test_handed_over_means_the_status_no_longer_shows_the_tasks_here(
             "its RUNNING status",
         )
 
-        assert await herder.leave_for_good(5.0)
+        handed = herder.owned
+        leaving = asyncio.create_task(herder.leave_for_good(5.0))
+        await until(lambda: not runtime.running, "its task stopped")
+        await take_up(herder, handed)
+        assert await leaving
 
         status = herder.statuses.task(task)
         assert status is not None
-        assert status.state is TaskState.UNASSIGNED, status
+        assert status.worker_id == BYSTANDER.worker_id, status
