@@ -76,11 +76,11 @@ limits: setup
 	$(BIN)/python -m tests.bench.assignor_bench --quick
 
 # First the docs, lint, types and limits beside the class archive's dump, two at a time
-# (the dump, half a minute, is mostly Spark's; each check is one Python). Then three pytest
+# (the dump, half a minute, is mostly Spark's; each check is one Python). Then two pytest
 # runs: the modules marked `parallel` (and every unit and simulation test), two at a time,
-# keeping both cores busy; the rest, whose timing and short sessions want no such
-# neighbour, two at a time beside each other only; then those marked `alone`, one at a
-# time. Modules marked `long` are dealt out first (tests/conftest.py), in place of xdist's
+# keeping both cores busy; then the rest, whose timing and short sessions want no such
+# neighbour, two at a time beside each other only. Modules marked `long` are dealt out
+# first (tests/conftest.py), in place of xdist's
 # order by number of tests, so that neither process is left with a long module at the
 # end. Each run writes JUnit XML to $(REPORTS), each runs even when one before it failed,
 # and the 25 slowest tests of all are printed either way; the target fails if any run did.
@@ -92,12 +92,9 @@ test: setup chromium jvm-tools postgresql
 	status=0; \
 	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'parallel or not integration' \
 		--junitxml=$(REPORTS)/parallel.xml || status=1; \
-	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'integration and not parallel and not alone' \
+	$(BIN)/python -m pytest -q $(TWO_AT_A_TIME) -m 'integration and not parallel' \
 		--junitxml=$(REPORTS)/timed.xml || status=1; \
-	$(BIN)/python -m pytest -q -m 'integration and alone' \
-		--junitxml=$(REPORTS)/alone.xml || status=1; \
-	$(BIN)/python -m tests.support.slowest 25 $(REPORTS)/parallel.xml $(REPORTS)/timed.xml \
-		$(REPORTS)/alone.xml; \
+	$(BIN)/python -m tests.support.slowest 25 $(REPORTS)/parallel.xml $(REPORTS)/timed.xml; \
 	exit $$status
 
 unit: setup

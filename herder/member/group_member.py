@@ -55,6 +55,7 @@ from herder.member.static_probe import (
     STATIC_PROBE_GROUP_INFIX,
     changed_subscription_rebalances,
 )
+from herder.member.sync_grace import join_hold_s
 from worker.kafka.security import PLAINTEXT_CLIENT, KafkaClientSecurity
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,8 @@ class GroupMember:
         self._last_response_at = clock()
         self._join_sent_at: float | None = None
         self._rebalance_noticed_at: float | None = None
+        self._shared_round_synced_at: float | None = None
+        """When this member's SyncGroup of a round with other members was answered."""
         self._unreachable = False
         self.member_id = ""
         self._leader_id = ""
@@ -199,6 +202,7 @@ class GroupMember:
         so the caller can decide when its work must be fenced; configuration errors raise
         `MembershipError`.
         """
+        await asyncio.sleep(join_hold_s(self._clock(), self._shared_round_synced_at))
         while True:
             metadata = await subscribe()
             try:
@@ -217,6 +221,8 @@ class GroupMember:
             if assignment is None:
                 await asyncio.sleep(self._pause_s)
             if assignment is not None:
+                shared = members.leader_id != self.member_id or len(members.metadata) > 1
+                self._shared_round_synced_at = self._clock() if shared else None
                 self._failing_rounds = 0
                 self._rebalance_noticed_at = None
                 self.generation = members.generation
