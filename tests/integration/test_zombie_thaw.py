@@ -9,7 +9,11 @@ on Tansu it still did so from a join it had begun before the freeze and retried 
 the thaw with its old subscription. Frozen whole, or Python alone while its Spark JVM (a
 session of its own) runs on. The live worker takes the tasks over without a failed start:
 the frozen worker's claims are simply overtaken (once, its starts failed on the frozen
-JVM's queries until auto-restart gave up a round).
+JVM's queries until auto-restart gave up a round). The thaw comes once the live worker
+has committed two batches of each task: counting the zombie's own earlier batches, it
+came as the live worker started, and the zombie, frozen after its claim check, committed
+its batch in flight at the same moment as the live worker's first one, which failed on
+`CONCURRENT_STREAM_LOG_UPDATE` and ran again after the auto-restart's 5 s.
 """
 
 from __future__ import annotations
@@ -92,10 +96,14 @@ def test_every_task_runs_again_soon_after_a_frozen_worker_thaws(
                 120,
                 what="the live worker to run every task",
             )
+            taken_over = [len(committed_files(output / f"task-{t}")) for t in range(TASKS)]
             wait_until(
-                lambda: all(len(committed_files(output / f"task-{t}")) >= 2 for t in range(TASKS)),
+                lambda: all(
+                    len(committed_files(output / f"task-{t}")) >= taken_over[t] + 2
+                    for t in range(TASKS)
+                ),
                 60,
-                what="batches on the live worker",
+                what="two batches of each task committed on the live worker",
             )
         finally:
             freeze(zombie, signal.SIGCONT)
