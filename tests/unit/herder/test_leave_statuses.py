@@ -1,9 +1,9 @@
 """A leaving worker's answer does not run ahead of its statuses: once `leave_for_good`
 says "handed over", the status store shows none of its stopped tasks here, each on the
-worker that took it. A
-caller that read the status right after the answer saw them RUNNING on the worker that
-had just stopped them (test_scale_down[tansu] failed so); the status topic here takes a
-moment to acknowledge a write, as a broker across a network does."""
+worker that took it. A caller that read the status right after the answer saw them
+RUNNING on the worker that had just stopped them (test_scale_down[tansu] failed so); the
+status topic here takes a moment to acknowledge a write, as a broker across a network
+does."""
 
 from __future__ import annotations
 
