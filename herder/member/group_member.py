@@ -258,6 +258,10 @@ class GroupMember:
         Tansu keeps the leader of a forming generation when that leader leaves, so every
         later generation names a member that is gone and no SyncGroup ever succeeds; an
         expired leader, in contrast, is replaced. Kafka copes with either way out.
+
+        Leaving starts the next generation by itself, so a join after it is not held
+        (`sync_grace`): a static member that leaves to force a round would otherwise
+        miss that round, and a leader's tasks would go to the others.
         """
         if not self.member_id:
             return
@@ -275,6 +279,7 @@ class GroupMember:
         self.member_id = ""
         self._leader_id = ""
         self.generation = -1
+        self._shared_round_synced_at = None
 
     async def _rebalancing(self) -> bool:
         return await self.heartbeat() is not HeartbeatOutcome.OK
