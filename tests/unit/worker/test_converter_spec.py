@@ -4,6 +4,7 @@ of connector over worker over built-in defaults, and every bad setting named by 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -11,14 +12,19 @@ from worker.config import WorkerConfig
 from worker.config.errors import ConfigError
 from worker.plugins.api import ConnectorConfigError
 from worker.records.converters.avro_schema import failure_sign
+from worker.records.converters.payload_types import NoSampleError, inferred_type
 from worker.records.converters.spec import (
     CLASS_NAMES,
     ConverterSpec,
     Direction,
+    converter_spec,
     inherit_converters,
     record_converters,
     resolve_kind,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 AVRO = json.dumps(
     {
@@ -269,3 +275,19 @@ def test_connectors_list_the_converter_classes_among_their_settings_as_connect_d
     assert {"key.converter", "value.converter"} <= set(writes)
     assert "value.schema" not in writes, "a source writes its rows' own schema"
     assert reads["value.converter"].default_value is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "wanted"),
+    [
+        ({}, "value.converter: no record with an envelope schema to infer"),
+        ({"value.converter.schemas.enable": "false"}, "value.converter: no JSON record to infer"),
+    ],
+)
+def test_a_json_value_without_samples_says_what_it_looked_for(
+    settings: dict[str, str], wanted: str
+) -> None:
+    spec = converter_spec({"value.converter": "json", **settings}, "value", "read")
+    with pytest.raises(NoSampleError) as caught:
+        inferred_type(spec, cast("SparkSession", None), [b"", b"null"])
+    assert str(caught.value).startswith(wanted)

@@ -109,10 +109,10 @@ def inferred_type(spec: ConverterSpec, spark: SparkSession, samples: Sequence[by
                     return spark_type(schema)
                 except UnmappableTypeError as exc:
                     raise ValueError(f"{spec.key}: the records' envelope schema: {exc}") from None
-        raise NoSampleError(_no_sample(spec, "a record with an envelope schema"))
+        raise NoSampleError(_no_sample(spec, "record with an envelope schema"))
     parsed = [value for value in parsed if value_nesting_problem(value) is None]
     if not parsed:
-        raise NoSampleError(_no_sample(spec, "a JSON record"))
+        raise NoSampleError(_no_sample(spec, "JSON record"))
     lines = [json.dumps({WRAPPER_FIELD: value}) for value in parsed]
     frame = spark.read.json(spark.sparkContext.parallelize(lines, 1))
     return frame.schema[WRAPPER_FIELD].dataType
