@@ -41,10 +41,13 @@ from worker.config import WorkerConfig
 from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
 from worker.driver_load import driver_load
+from worker.kafka.connection import KafkaConnection
+from worker.kafka.security import security_settings
 from worker.plugins.jvm_packages import wanted_packages
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
 from worker.runtime.spark_task_runtime import SparkTaskRuntime
+from worker.runtime.spark_warm_up import OwnTopic
 from worker.runtime.temp_space import remove_stale_temp_spaces
 
 log = logging.getLogger(__name__)
@@ -93,6 +96,14 @@ def source_commit() -> str:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def _warm_up_topic(config: WorkerConfig) -> OwnTopic:
+    """The config topic, read once through Spark's Kafka connector by the warm-up with
+    the worker's own consumer login (the topic always exists by then)."""
+    security = security_settings(config.kafka_security_settings, "consumer")
+    connection = KafkaConnection(config.bootstrap_servers, tuple(sorted(security.items())))
+    return OwnTopic(config.config_storage_topic, connection.jvm_options())
 
 
 def _spark_packages(config: WorkerConfig) -> Callable[[], list[Path]] | None:
@@ -161,6 +172,7 @@ class WorkerService:
             on_state_change=lambda task, status: self.herder.on_task_state(task, status),
             topic_creation_enabled=config.topic_creation_enable,
             start_timeout_ms=config.task_start_timeout_ms,
+            own_topic=_warm_up_topic(config),
         )
         self._logger_levels = LoggerLevels()
         self.herder = _herder_for(config, self._runtime, self._plugins, self._logger_levels)

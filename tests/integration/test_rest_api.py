@@ -71,6 +71,19 @@ def started(status: dict[str, Any]) -> dict[int, str]:
     return {task["id"]: task["started_at"] for task in status["tasks"]}
 
 
+def test_the_warm_up_read_kafka_and_wrote_each_table_format(worker: WorkerProcess) -> None:
+    """What a first sink task would otherwise load and compile on its first batch
+    (tests/bench/first_commit.py): Spark's Kafka connector, Delta's and Iceberg's writes."""
+    parts = [line for line in worker.log_text().splitlines() if "warm-up: " in line]
+    assert not [line for line in parts if " skipped: " in line], parts
+    for done in (
+        "records through Spark's Kafka connector",
+        "KafkaToDeltaConnector.warm_up in",
+        "KafkaToIcebergConnector.warm_up in",
+    ):
+        assert any(done in line for line in parts), f"no {done!r} among {parts}"
+
+
 def test_connector_lifecycle(worker: WorkerProcess, tmp_path: Path) -> None:
     api, output = Api(worker.url), tmp_path / "out"
     config = generator_config(output, 2)

@@ -541,16 +541,26 @@ def test_progress_read_as_json_says_what_pysparks_objects_say(
         query.stop()
 
 
-def test_the_warm_up_runs_one_streaming_batch_and_leaves_nothing_behind(
+def test_the_warm_up_runs_one_streaming_batch_and_each_plugins_part_and_leaves_nothing(
     spark_provider: SparkSessionProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spark = spark_provider.get()
     scratch_root = tmp_path / "tmp"
     scratch_root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
-    batch = spark_warm_up.warm_up(spark)
+    places: list[Path] = []
+
+    def writes(_: SparkSession, place: Path) -> None:
+        assert place.is_dir() and not any(place.iterdir())
+        places.append(place)
+
+    def fails(_: SparkSession, place: Path) -> None:
+        raise RuntimeError("no such format on this worker")
+
+    batch = spark_warm_up.warm_up(spark, formats=[fails, writes])
     assert batch["numInputRows"] == 1
-    assert "FileSink" in batch["sink"]["description"]
+    assert "ForeachBatchSink" in batch["sink"]["description"]
+    assert len(places) == 1, "a failing plugin's warm-up stopped the others"
     assert not spark.streams.active
     assert list(scratch_root.iterdir()) == []
 

@@ -218,6 +218,14 @@ class Connector(ABC):
         Called only with a config `validate` accepted. None by default."""
         return None
 
+    @classmethod
+    def warm_up(cls, spark: SparkSession, scratch: Path) -> None:
+        """Run once before the worker joins its group, so that its first task of this kind
+        does not pay for loading and compiling the JVM code of its writes (a table
+        format's, say): typically a row written into `scratch`, a directory deleted
+        afterwards. Blocking; a failure is logged and otherwise ignored. None by default."""
+        return None
+
     def client_files(self, config: Mapping[str, str]) -> Mapping[str, Iterable[str]]:
         """Files on the worker that `config` (resolved, accepted by `validate`) names for
         its clients to read, by the key that names them, beyond `kafka.ssl.*.location`

@@ -26,6 +26,7 @@ from typing import Final
 
 from protocol.messages import ConnectorTaskId
 from worker.admission.connector_configs import RegistryPlugins
+from worker.plugins.api import Connector
 from worker.plugins.checkpoint_layout import checkpoint_dir_for
 from worker.plugins.start_deadline import (
     START_TIMEOUT_KEY,
@@ -100,16 +101,19 @@ class SparkTaskRuntime(CheckpointOffsets):
         monitor_interval_s: float = MONITOR_INTERVAL_S,
         topic_creation_enabled: bool = True,
         start_timeout_ms: int = START_TIMEOUT_MS_DEFAULT,
+        own_topic: spark_warm_up.OwnTopic | None = None,
     ) -> None:
         """`topic_creation_enabled` is the worker's `topic.creation.enable`, handed to
         every task it starts (`TaskContext.topic_creation_enabled`); `start_timeout_ms`
-        its `task.start.timeout.ms`, each start's deadline (`TaskContext.deadline`)."""
+        its `task.start.timeout.ms`, each start's deadline (`TaskContext.deadline`);
+        `own_topic` the topic the warm-up reads through Spark's Kafka connector."""
         super().__init__(checkpoint_root)
         self._launcher = TaskLauncher(
             session, plugins, checkpoint_root, worker_id, topic_creation_enabled
         )
         self._session = session
         self._plugins = plugins
+        self._own_topic = own_topic
         self._checkpoint_root = checkpoint_root
         self._shutdown_timeout_s = shutdown_timeout_ms / 1000
         self._start_timeout_s = start_timeout_ms / 1000
@@ -144,11 +148,18 @@ class SparkTaskRuntime(CheckpointOffsets):
         return await asyncio.to_thread(fenced_launches, launches)
 
     async def warm_up(self) -> None:
-        """Start the session and run a small job and a one-batch streaming query on it
-        (`spark_warm_up`), so the first task's query pays neither for Spark's start-up
-        (seconds, tens of them on a busy machine) nor for a cold streaming engine."""
+        """Start the session and run a small job, a one-batch streaming query, a read of
+        the worker's own topic and each plugin's writes on it (`spark_warm_up`), so the
+        first task's query pays neither for Spark's start-up (seconds, tens of them on a
+        busy machine) nor for a cold streaming engine, Kafka connector or table format."""
         session = await asyncio.to_thread(self._session.get)
-        batch = await asyncio.to_thread(spark_warm_up.warm_up, session)
+        formats = [
+            plugin.warm_up
+            for plugin in self._plugins.registry.list_plugins()
+            if getattr(plugin.warm_up, "__func__", None)
+            is not getattr(Connector.warm_up, "__func__", None)
+        ]
+        batch = await asyncio.to_thread(spark_warm_up.warm_up, session, self._own_topic, formats)
         log.debug("warm-up streaming batch: %s ms", batch.get("batchDuration"))
 
     def progress(self) -> dict[ConnectorTaskId, TaskProgress]:

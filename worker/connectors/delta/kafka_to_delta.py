@@ -8,17 +8,21 @@ the first batch creating it, partitioned by `table.partition.by`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 from pydantic import Field, field_validator
 
 from worker.connectors.delta.checks import EVOLUTION_KEY, PARTITION_KEY, SchemaEvolution
 from worker.connectors.delta.sink import (
+    DELTA_CATALOG,
     DeltaSink,
     delta_has_batch,
     delta_session,
+    refuse_without_delta,
     start_delta_sink,
 )
 from worker.connectors.kafka_sink import (
@@ -33,6 +37,8 @@ from worker.records.converters.spec import RecordConverters
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
+
+WARM_UP_APP_ID: Final = "sparkherd-warm-up"
 
 
 class KafkaToDeltaSettings(KafkaSinkSettings):
@@ -93,6 +99,26 @@ class KafkaToDeltaConnector(KafkaSinkConnector):
     config_model = KafkaToDeltaSettings
     output_path_keys = ("table.path",)
     checkpoint_keys = ("table.path",)
+
+    @classmethod
+    def warm_up(cls, spark: SparkSession, scratch: Path) -> None:
+        """A row appended to a table in `scratch` under a transaction id, as a batch is,
+        and the table's transactions read as a start reads them."""
+        session = spark.newSession()
+        refuse_without_delta(session)
+        session.conf.set("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        table = str(scratch / "table")
+        checkpoint = scratch / "checkpoint"
+        checkpoint.mkdir()
+        (checkpoint / "metadata").write_text(json.dumps({"id": WARM_UP_APP_ID}) + "\n")
+        (
+            session.range(1)
+            .write.format("delta")
+            .option("txnAppId", WARM_UP_APP_ID)
+            .option("txnVersion", "0")
+            .save(table)
+        )
+        delta_has_batch(session, table, checkpoint, 0, 0)
 
     def create_task(self) -> Task:
         return KafkaToDeltaTask()

@@ -27,6 +27,7 @@ from worker.connectors.claimed_batches import start_claimed_query
 from worker.connectors.iceberg.catalog import (
     CatalogSettings,
     CatalogType,
+    TableName,
     catalog_conf,
     check_catalog_name,
     parse_partition_by,
@@ -76,6 +77,8 @@ USER_KEY: Final = "iceberg.catalog.jdbc.user"
 PASSWORD_KEY: Final = "iceberg.catalog.jdbc.password"
 JDBC_ONLY_KEYS: Final = (URI_KEY, USER_KEY, PASSWORD_KEY)
 COMMIT_ATTEMPTS: Final = 6
+WARM_UP_CATALOG: Final = "sparkherd_warm_up"
+WARM_UP_APP_ID: Final = "00000000-0000-0000-0000-000000000000"
 RETRIED: Final = (
     "CommitFailedException",
     "CommitStateUnknownException",
@@ -330,6 +333,20 @@ class KafkaToIcebergConnector(KafkaSinkConnector):
         """The TLS files of the jdbc catalog's URL."""
         uri = config.get(URI_KEY)
         return {URI_KEY: url_files(uri)} if uri else {}
+
+    @classmethod
+    def warm_up(cls, spark: SparkSession, scratch: Path) -> None:
+        """A table of a hadoop catalog in `scratch`, created and appended to as a batch
+        is, and its snapshots read as a start reads them."""
+        session = spark.newSession()
+        catalog = CatalogSettings("hadoop", str(scratch))
+        for key, value in catalog_conf(WARM_UP_CATALOG, catalog).items():
+            session.conf.set(key, value)
+        rules = TableRules(TableName(("warm_up",), "rows"), WARM_UP_CATALOG, (), True, False)
+        rows = session.range(1)
+        create_table(session, rules, rows)
+        append(rows, rules, WARM_UP_APP_ID, 0)
+        committed_snapshot(session, rules, WARM_UP_APP_ID, 0)
 
     def create_task(self) -> Task:
         return KafkaToIcebergTask()
