@@ -36,13 +36,15 @@ from rest.app import create_app
 from rest.loggers import LoggerLevels
 from rest.security import RestSecurity
 from worker.admission.connector_configs import RegistryPlugins
+from worker.admission.registry import PluginRegistry, UnknownPluginError
 from worker.admission.stored_config_vet import StoredConfigVet
-from worker.config import WorkerConfig
+from worker.config import ConfigError, WorkerConfig
 from worker.config.providers import ConfigProviders
 from worker.connectors import default_registry
 from worker.driver_load import driver_load
 from worker.kafka.connection import KafkaConnection
 from worker.kafka.security import security_settings
+from worker.plugins.api import Connector, has_own_warm_up
 from worker.plugins.jvm_packages import wanted_packages
 from worker.runtime.spark_packages import spark_package_jars
 from worker.runtime.spark_session import SparkSessionProvider
@@ -96,6 +98,17 @@ def source_commit() -> str:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def _warm_up_plugins(config: WorkerConfig, registry: PluginRegistry) -> list[type[Connector]]:
+    """The plugins `worker.warmup.connectors` names (unset: every one) that have a
+    warm-up of their own. A name no plugin has stops the worker before it starts."""
+    names = config.worker_warmup_connectors
+    try:
+        chosen = registry.list_plugins() if names is None else list(map(registry.resolve, names))
+    except UnknownPluginError as exc:
+        raise ConfigError(f"worker.warmup.connectors: {exc}", "worker.warmup.connectors") from None
+    return [plugin for plugin in chosen if has_own_warm_up(plugin)]
 
 
 def _warm_up_topic(config: WorkerConfig) -> OwnTopic:
@@ -173,6 +186,7 @@ class WorkerService:
             topic_creation_enabled=config.topic_creation_enable,
             start_timeout_ms=config.task_start_timeout_ms,
             own_topic=_warm_up_topic(config),
+            warm_up_plugins=_warm_up_plugins(config, registry),
         )
         self._logger_levels = LoggerLevels()
         self.herder = _herder_for(config, self._runtime, self._plugins, self._logger_levels)

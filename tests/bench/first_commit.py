@@ -150,6 +150,10 @@ def measuring(root: Path) -> Iterator[Callable[[int], list[FirstCommit]]]:
             measured: list[FirstCommit] = []
             with ready_worker("worker", broker.bootstrap_servers, home, [WARM_UP_ON]) as worker:
                 api = Api(worker.url)
+                warm = next(
+                    (line for line in worker.log_text().splitlines() if "warm after" in line), ""
+                )
+                print(f"repeat {index}: {warm.split('INFO ', 1)[-1]}", flush=True)
                 for round_ in range(2):
                     for kind in order:
                         name = f"{kind}_{index}_{round_}"

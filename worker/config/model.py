@@ -54,6 +54,7 @@ from worker.plugins.config_values import (
     JavaInt,
     KafkaName,
     LocationRoots,
+    Names,
     OptionalKafkaName,
     int_field,
 )
@@ -140,6 +141,12 @@ class WorkerConfig(BaseModel):
     worker_warmup_enabled: bool = Field(
         True, alias="worker.warmup.enabled", description="'true' or 'false'"
     )
+    worker_warmup_connectors: Names | None = Field(
+        None,
+        alias="worker.warmup.connectors",
+        description="comma-separated connector classes (aliases or class names); empty: none",
+    )
+    """Whose writes the warm-up runs once (`Connector.warm_up`); None: every plugin's."""
     listeners: str | None = Field(
         None,
         alias="listeners",

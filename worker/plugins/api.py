@@ -247,3 +247,10 @@ class Connector(ABC):
 
     @abstractmethod
     def create_task(self) -> Task: ...
+
+
+def has_own_warm_up(plugin: type[Connector]) -> bool:
+    """Whether `plugin` overrides `Connector.warm_up`, which does nothing."""
+    return getattr(plugin.warm_up, "__func__", None) is not getattr(
+        Connector.warm_up, "__func__", None
+    )

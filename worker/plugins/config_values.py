@@ -124,6 +124,13 @@ def _location_roots(value: object) -> object:
         raise ValueError(value) from None
 
 
+def _names(value: object) -> object:
+    """Comma-separated names, blanks dropped; empty: none."""
+    if not isinstance(value, str):
+        return value
+    return tuple(entry.strip() for entry in value.split(",") if entry.strip())
+
+
 Host = Annotated[str, AfterValidator(_check_host)]
 KafkaName = Annotated[str, AfterValidator(_check_kafka_name)]
 OptionalKafkaName = Annotated[KafkaName | None, BeforeValidator(_empty_as_unset)]
@@ -132,3 +139,4 @@ BootstrapServers = Annotated[str, AfterValidator(_check_bootstrap_servers)]
 ConnectProtocol = Annotated[Literal["eager", "compatible"], BeforeValidator(_normalise_protocol)]
 AbsoluteDirectory = Annotated[Path, BeforeValidator(_absolute_directory)]
 LocationRoots = Annotated[tuple[str, ...], BeforeValidator(_location_roots)]
+Names = Annotated[tuple[str, ...], BeforeValidator(_names)]

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -102,11 +102,13 @@ class SparkTaskRuntime(CheckpointOffsets):
         topic_creation_enabled: bool = True,
         start_timeout_ms: int = START_TIMEOUT_MS_DEFAULT,
         own_topic: spark_warm_up.OwnTopic | None = None,
+        warm_up_plugins: Sequence[type[Connector]] = (),
     ) -> None:
         """`topic_creation_enabled` is the worker's `topic.creation.enable`, handed to
         every task it starts (`TaskContext.topic_creation_enabled`); `start_timeout_ms`
         its `task.start.timeout.ms`, each start's deadline (`TaskContext.deadline`);
-        `own_topic` the topic the warm-up reads through Spark's Kafka connector."""
+        `own_topic` the topic the warm-up reads through Spark's Kafka connector,
+        `warm_up_plugins` the plugins whose writes it runs (`Connector.warm_up`)."""
         super().__init__(checkpoint_root)
         self._launcher = TaskLauncher(
             session, plugins, checkpoint_root, worker_id, topic_creation_enabled
@@ -114,6 +116,7 @@ class SparkTaskRuntime(CheckpointOffsets):
         self._session = session
         self._plugins = plugins
         self._own_topic = own_topic
+        self._warm_up_plugins = tuple(warm_up_plugins)
         self._checkpoint_root = checkpoint_root
         self._shutdown_timeout_s = shutdown_timeout_ms / 1000
         self._start_timeout_s = start_timeout_ms / 1000
@@ -153,12 +156,7 @@ class SparkTaskRuntime(CheckpointOffsets):
         first task's query pays neither for Spark's start-up (seconds, tens of them on a
         busy machine) nor for a cold streaming engine, Kafka connector or table format."""
         session = await asyncio.to_thread(self._session.get)
-        formats = [
-            plugin.warm_up
-            for plugin in self._plugins.registry.list_plugins()
-            if getattr(plugin.warm_up, "__func__", None)
-            is not getattr(Connector.warm_up, "__func__", None)
-        ]
+        formats = [plugin.warm_up for plugin in self._warm_up_plugins]
         batch = await asyncio.to_thread(spark_warm_up.warm_up, session, self._own_topic, formats)
         log.debug("warm-up streaming batch: %s ms", batch.get("batchDuration"))
 

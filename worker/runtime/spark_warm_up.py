@@ -25,7 +25,9 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +58,10 @@ def warm_up(
     query: written as parquet to a scratch directory when the executors are this process
     (`local` master), to the `noop` sink otherwise (remote executors cannot write where
     the driver's scratch directory is); then `own_topic` read once and each of `formats`.
-    Returns the rate batch's progress. The optional parts only ever log a failure: a
-    worker without Spark's Kafka connector, say, warms up without it."""
+    Returns the rate batch's progress. The optional parts run at once, each in a thread
+    of its own (most of each is the JVM loading and compiling classes, which runs side by
+    side), and only ever log a failure: a worker without Spark's Kafka connector, say,
+    warms up without it."""
     session.range(1).count()
     with tempfile.TemporaryDirectory(prefix="sparkherd-warm-up-") as scratch:
         local = session.sparkContext.master.startswith("local")
@@ -80,13 +84,18 @@ def warm_up(
         )
         query.awaitTermination()
         progress: Mapping[str, Any] = query.lastProgress or {}
-        _part("a JSON type inferred", infer_json, session)
+        parts: list[tuple[str, Callable[[], object]]] = [
+            ("a JSON type inferred", partial(infer_json, session))
+        ]
         if own_topic is not None:
-            _part(f"topic {own_topic.topic}", read_once, session, own_topic, scratch)
+            read = partial(read_once, session, own_topic, scratch)
+            parts.append((f"topic {own_topic.topic}", read))
         for index, warm_format in enumerate(formats):
             place = Path(scratch) / f"format-{index}"
             place.mkdir()
-            _part(warm_format.__qualname__, warm_format, session, place)
+            parts.append((warm_format.__qualname__, partial(warm_format, session, place)))
+        with ThreadPoolExecutor(len(parts), thread_name_prefix="warm-up") as pool:
+            list(pool.map(lambda part: _part(*part), parts))
         return progress
 
 
@@ -119,10 +128,10 @@ def read_once(session: SparkSession, own: OwnTopic, scratch: str) -> str:
     return f"{read} records through Spark's Kafka connector"
 
 
-def _part(what: str, part: Callable[..., object], *args: Any) -> None:
+def _part(what: str, part: Callable[[], object]) -> None:
     began = time.monotonic()
     try:
-        done = part(*args)
+        done = part()
     except Exception as exc:
         first_line = next(iter(str(exc).splitlines()), type(exc).__name__)
         log.info("warm-up: %s skipped: %s", what, first_line)
