@@ -141,6 +141,25 @@ def test_two_tasks_write_one_table_every_record_once_across_a_sigkill(
     assert len(versions) == len(set(versions)), "a replayed batch was committed again"
 
 
+def test_a_batch_of_four_kafka_partitions_is_one_file_per_core(
+    broker: EmbeddedBroker, worker: RestartableWorker, tmp_path: Path
+) -> None:
+    """The worker's Spark has two cores (`local[2]`): a batch of a 4-partition topic is
+    written as two files, not one per Kafka partition (`worker.connectors.table_files`)."""
+    topic = new_topic(broker.bootstrap_servers, "spread", 4)
+    table = tmp_path / "spread"
+    produce(broker.bootstrap_servers, topic, keyed(range(200)))
+    api = Api(worker.process.url, timeout_s=180)
+    api.call("PUT", "/connectors/spread/config", 201, json=config(broker, topic, table))
+    assert_once(wait_rows(table, 200, "the backlog"), range(200))
+    api.call("DELETE", "/connectors/spread", 204)
+
+    first = (table / "_delta_log" / f"{0:020}.json").read_text().splitlines()
+    files = [action for action in map(json.loads, first) if "add" in action]
+    assert {r["partition"] for r in delta_rows(table)} == {0, 1, 2, 3}
+    assert len(files) == 2
+
+
 def committed_transactions(table: Path) -> list[tuple[str, int]]:
     """(app id, version) of every Delta commit that carried a transaction."""
     return [

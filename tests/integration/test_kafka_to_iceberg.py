@@ -213,6 +213,37 @@ def test_hadoop_catalog_every_record_once_across_a_kill_mid_batch(lake: Lake) ->
     lake.api.call("DELETE", "/connectors/orders-hadoop", 204)
 
 
+def test_a_batch_of_four_kafka_partitions_is_one_file_per_core(lake: Lake) -> None:
+    """The worker's Spark has two cores (`local[2]`): a batch of a 4-partition topic is
+    written as two data files, not one per Kafka partition, as Iceberg's Kafka Connect
+    sink with a task per core would (`worker.connectors.table_files`)."""
+    topic = new_topic(lake.broker.bootstrap_servers, "spread", 4)
+    warehouse = lake.root / "spread-lake"
+    produce(lake.broker.bootstrap_servers, topic, keyed(range(200)))
+    lake.put(
+        "spread",
+        lake.config(
+            topic,
+            **{"iceberg.tables": "shop.spread", "iceberg.catalog.warehouse": str(warehouse)},
+        ),
+    )
+    table = wait_until(
+        lambda: iceberg_hadoop_table(warehouse, "shop.spread"),
+        120,
+        what="the backlog",
+        until=lambda found: row_count(found) >= 200,
+    )
+    lake.api.call("DELETE", "/connectors/spread", 204)
+
+    rows = rows_of(table)
+    assert rows is not None
+    assert_each_record_once(rows, 200)
+    assert set(rows.column("partition").to_pylist()) == {0, 1, 2, 3}
+    first = table.metadata.snapshots[0].summary
+    assert first is not None
+    assert first["added-data-files"] == "2"
+
+
 def test_jdbc_catalog_on_postgres_two_tasks_commit_one_table(lake: Lake) -> None:
     topic = new_topic(lake.broker.bootstrap_servers, "payments", 2)
     warehouse = lake.root / "jdbc-lake"

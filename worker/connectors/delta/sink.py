@@ -38,6 +38,7 @@ from worker.connectors.delta.checks import (
     schema_refusal,
 )
 from worker.connectors.table_columns import Column, columns_of, compare_columns
+from worker.connectors.table_files import one_file_per_core
 from worker.plugins.api import TaskContext
 from worker.plugins.checkpoint_layout import checkpoint_query_id
 from worker.runtime.failure_traces import MAX_CHAIN
@@ -143,7 +144,8 @@ class DeltaSink:
         if self._app_id is None:
             self._app_id = checkpoint_query_id(self._checkpoint_dir)
         writer = (
-            rows.write.format("delta")
+            one_file_per_core(rows)
+            .write.format("delta")
             .mode("append")
             .option("txnAppId", self._app_id)
             .option("txnVersion", str(batch_id))

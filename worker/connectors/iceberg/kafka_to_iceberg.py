@@ -51,6 +51,7 @@ from worker.connectors.kafka_sink import (
     sink_records,
     sink_settings,
 )
+from worker.connectors.table_files import one_file_per_core
 from worker.plugins.api import (
     HIDDEN,
     ConfigProblem,
@@ -259,7 +260,7 @@ class IcebergBatches:
                 snapshot,
             )
             return
-        append(fitted(session, self._rules, rows), self._rules, app_id, batch_id)
+        append(fitted(session, self._rules, one_file_per_core(rows)), self._rules, app_id, batch_id)
 
 
 def use_catalog(session: SparkSession, settings: KafkaToIcebergSettings) -> None:
