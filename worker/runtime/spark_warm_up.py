@@ -16,7 +16,8 @@ came 3.8-4.3 s after its `POST /connectors`, a later one's of the same kind 1.8-
 (tests/bench/first_commit.py). So the warm-up's batch goes through `foreachBatch`, one
 batch of the worker's own config topic is read through Spark's Kafka connector, a JSON
 sample's type is inferred as a JSON converter without a schema does, and each connector
-plugin writes a row of its kind into scratch space (`Connector.warm_up`).
+plugin writes a row of its kind into scratch space (`Connector.warm_up`; which plugins:
+`worker.warmup.connectors`), these four side by side.
 """
 
 from __future__ import annotations
