@@ -130,7 +130,7 @@ def test_cooperative_cluster_follows_kip_415(broker: EmbeddedBroker, tmp_path: P
         assert unchanged({k: v for k, v in before.items() if k not in own}, views)
 
         # Kill the leader: another worker leads and the cluster converges.
-        leader = next(i for i, w in enumerate(cluster.workers) if w.url == leader_url)
+        leader = cluster.index_of(leader_url)
         cluster.workers[leader].signal(signal.SIGKILL)
         cluster.workers[leader].process.wait()  # type: ignore[union-attr]
         new_leader = wait_until(lambda: _new_leader(cluster, leader_url), 120, what="a new leader")

@@ -89,6 +89,18 @@ class Lake:
     def put(self, name: str, config: dict[str, str], expect: int = 201) -> None:
         self.api.call("PUT", f"/connectors/{name}/config", expect, json=config)
 
+    def hadoop_sink(
+        self, name: str, table: str, partitions: int, records: int, **keys: str
+    ) -> tuple[str, Path]:
+        """Connector `name` writing a new topic of `records` keyed records into `table` of
+        a hadoop catalog of its own; the topic and the warehouse."""
+        topic = new_topic(self.broker.bootstrap_servers, name, partitions)
+        warehouse = self.root / f"{name}-lake"
+        produce(self.broker.bootstrap_servers, topic, keyed(range(records)))
+        catalog = {"iceberg.tables": table, "iceberg.catalog.warehouse": str(warehouse)}
+        self.put(name, self.config(topic, **catalog, **keys))
+        return topic, warehouse
+
     def trace(self, name: str) -> str:
         """The failed task's trace; a task that does not fail in time fails the test with
         the worker's lines about it (a CI run once saw one RUNNING for two minutes)."""
@@ -145,19 +157,8 @@ def committed_batches(table: Table) -> dict[str, list[int]]:
 
 
 def test_hadoop_catalog_every_record_once_across_a_kill_mid_batch(lake: Lake) -> None:
-    topic = new_topic(lake.broker.bootstrap_servers, "orders", 1)
-    warehouse = lake.root / "hadoop-lake"
-    produce(lake.broker.bootstrap_servers, topic, keyed(range(300)))
-    lake.put(
-        "orders-hadoop",
-        lake.config(
-            topic,
-            **{
-                "iceberg.tables": "shop.orders",
-                "iceberg.catalog.warehouse": str(warehouse),
-                "trigger.interval.ms": "100",
-            },
-        ),
+    topic, warehouse = lake.hadoop_sink(
+        "orders-hadoop", "shop.orders", 1, 300, **{"trigger.interval.ms": "100"}
     )
     wait_until(
         lambda: row_count(iceberg_hadoop_table(warehouse, "shop.orders")),
@@ -217,16 +218,7 @@ def test_a_batch_of_four_kafka_partitions_is_one_file_per_core(lake: Lake) -> No
     """The worker's Spark has two cores (`local[2]`): a batch of a 4-partition topic is
     written as two data files, not one per Kafka partition, as Iceberg's Kafka Connect
     sink with a task per core would (`worker.connectors.table_files`)."""
-    topic = new_topic(lake.broker.bootstrap_servers, "spread", 4)
-    warehouse = lake.root / "spread-lake"
-    produce(lake.broker.bootstrap_servers, topic, keyed(range(200)))
-    lake.put(
-        "spread",
-        lake.config(
-            topic,
-            **{"iceberg.tables": "shop.spread", "iceberg.catalog.warehouse": str(warehouse)},
-        ),
-    )
+    _, warehouse = lake.hadoop_sink("spread", "shop.spread", 4, 200)
     table = wait_until(
         lambda: iceberg_hadoop_table(warehouse, "shop.spread"),
         120,

@@ -72,8 +72,7 @@ def test_a_rolling_bounce_with_hand_off_keeps_every_task_going(
         cluster.create("steady", steady_generator_config(output, TASKS))
         cluster.wait_converged(TASKS)
         wait_for_batches_after(output, TASKS, time.time(), 120)
-        leader_url = cluster.read("/workers")["leader"]
-        leader = next(i for i, w in enumerate(cluster.workers) if w.url == leader_url)
+        leader = cluster.index_of(cluster.read("/workers")["leader"])
         follower = 1 - leader
         since = time.time()
         with OwnershipSampler(cluster) as sampler:

@@ -15,7 +15,6 @@ import time
 from functools import partial
 from pathlib import Path
 
-import httpx
 import pytest
 
 from sparkherd.broker.embedded import EmbeddedBroker
@@ -50,8 +49,7 @@ def test_a_static_member_killed_and_back_within_its_session_keeps_its_tasks(
     with cluster.running():
         cluster.create("steady", generator_config(tmp_path / "out", TASKS))
         views = cluster.wait_converged(TASKS)
-        leader_url = cluster.read("/workers")["leader"]
-        leader = next(i for i, w in enumerate(cluster.workers) if w.url == leader_url)
+        leader = cluster.index_of(cluster.read("/workers")["leader"])
         follower = (leader + 1) % len(cluster.workers)
         for role, victim in (("follower", follower), ("leader", leader)):
             views = kill_and_restart(cluster, victim, views, role)
@@ -65,8 +63,8 @@ def kill_and_restart(
     victim_id = cluster.workers[index].url.removeprefix("http://")
     own = {(v.connector, v.task) for v in before if v.worker_id == victim_id}
     assert own, f"the {role} had no task: nothing to measure"
-    witness = cluster.workers[(index + 1) % len(cluster.workers)].url
-    generation_before = httpx.get(f"{witness}/workers", timeout=10).json()["generation"]
+    witness = (index + 1) % len(cluster.workers)
+    generation_before = cluster.workers_view(witness)["generation"]
 
     killed_at = time.monotonic()
     cluster.restart(index)
@@ -77,7 +75,7 @@ def kill_and_restart(
         until=lambda views: all(start_times(views)[key] != start_times(before)[key] for key in own),
     )
     back_after_s = time.monotonic() - killed_at
-    generation_after = httpx.get(f"{witness}/workers", timeout=10).json()["generation"]
+    generation_after = cluster.workers_view(witness)["generation"]
     print(
         f"static rejoin of the {role}: own tasks running again {back_after_s:.1f} s after "
         f"SIGKILL; generation {generation_before} -> {generation_after}"

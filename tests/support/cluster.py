@@ -145,6 +145,10 @@ class Cluster:
         self.workers[index] = new
         return new
 
+    def index_of(self, url: str) -> int:
+        """The index of the worker whose REST URL is `url` (a `/workers` leader, say)."""
+        return next(i for i, worker in enumerate(self.workers) if worker.url == url)
+
     def alive(self) -> list[WorkerProcess]:
         return [w for w in self.workers if w.process is not None and w.process.poll() is None]
 
