@@ -8,6 +8,7 @@ the first batch creating it, partitioned by `table.partition.by`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -17,7 +18,6 @@ from pydantic import Field, field_validator
 
 from worker.connectors.delta.checks import EVOLUTION_KEY, PARTITION_KEY, SchemaEvolution
 from worker.connectors.delta.sink import (
-    DELTA_CATALOG,
     DeltaSink,
     delta_has_batch,
     delta_session,
@@ -101,17 +101,16 @@ class KafkaToDeltaConnector(KafkaSinkConnector):
 
     @classmethod
     def warm_up(cls, spark: SparkSession, scratch: Path) -> None:
-        """A row appended to a table in `scratch` under a transaction id, as a batch is."""
-        session = spark.newSession()
-        refuse_without_delta(session)
-        session.conf.set("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
-        (
-            session.range(1)
-            .write.format("delta")
-            .option("txnAppId", WARM_UP_APP_ID)
-            .option("txnVersion", "0")
-            .save(str(scratch / "table"))
-        )
+        """A batch of one row through the task's own sink into a table in `scratch`: its
+        checks of the table, then its append under a transaction id. The checkpoint is
+        one of Spark's as far as the sink reads it (`<checkpoint>/metadata` with its id)."""
+        rows = spark.newSession().range(1)
+        refuse_without_delta(rows.sparkSession)
+        checkpoint = scratch / "checkpoint"
+        checkpoint.mkdir()
+        (checkpoint / "metadata").write_text(json.dumps({"id": WARM_UP_APP_ID}) + "\n")
+        sink = DeltaSink(delta_session(rows), str(scratch / "table"), (), "none", checkpoint)
+        sink.write(rows, 0)
 
     def create_task(self) -> Task:
         return KafkaToDeltaTask()
